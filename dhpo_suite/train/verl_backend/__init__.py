@@ -1,0 +1,1 @@
+"""dhpo_suite.train.verl_backend: DHPO and every baseline inside verl through a plugin."""
