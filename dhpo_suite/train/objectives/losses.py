@@ -1,0 +1,193 @@
+"""The objectives. Each is one short function; defaults are the paper's (Appendix D).
+
+Every function takes the checked `Inputs` of a micro-batch and returns an `ObjectiveOutput` whose
+`loss` is to be minimised (the negated surrogate J). docs/objectives.md maps paper equations here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+from dhpo_suite.train.objectives.aggregation import aggregate
+from dhpo_suite.train.objectives.output import Branch, ObjectiveOutput
+from dhpo_suite.train.objectives.parts import (
+    clipped_surrogate,
+    entropy_weight,
+    report_branch,
+    sequence_log_ratio,
+    sg_sequence_ratio,
+    trust_region_flags,
+)
+from dhpo_suite.train.objectives.registry import Inputs, register_objective
+
+
+def _ratios(x: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """(r_tok, s_seq): the token ratio π/π_old and the stop-gradient sequence ratio, both (B, T)."""
+    return torch.exp(x.log_ratio), sg_sequence_ratio(x.log_prob, sequence_log_ratio(x.log_ratio, x.mask))
+
+
+def _info(ratio: torch.Tensor, x: Inputs) -> Branch:
+    """A branch the objective does not clip: reported for diagnosis only."""
+    return report_branch(ratio, x.mask, x.adv, None, None)
+
+
+def _output(x: Inputs, loss_mat: torch.Tensor, mode: str, branches: dict, w: torch.Tensor | None = None):
+    loss = aggregate(loss_mat, x.mask, mode, **x.agg)
+    return ObjectiveOutput(
+        loss=loss,
+        loss_mat=loss_mat.detach(),
+        response_mask=x.mask,
+        advantages=x.adv,
+        log_ratio=x.log_ratio.detach(),
+        branches=branches,
+        mix_weight=None if w is None else w.detach(),
+        entropy=x.entropy,
+        nonfinite=x.nonfinite,
+    )
+
+
+@register_objective("dhpo")
+def dhpo(
+    x: Inputs,
+    *,
+    mixing: str = "entropy",
+    clip: str = "branch",
+    eps_low: float = 0.2,
+    eps_high: float = 0.28,
+    seq_eps_low: float = 0.2,
+    seq_eps_high: float = 0.28,
+    avg_weight: float = 0.5,
+    entropy_scope: str = "sequence",
+    loss_agg_mode: str = "token-mean",
+) -> ObjectiveOutput:
+    """DHPO (paper eqs. 6-11): loss = −min(m·A, m̃·A) with m = w·r_tok + (1−w)·s_seq.
+
+    w = avg_weight (DHPO-A, 0.5) or g(sg[H]) (DHPO-E, eq. 9). Branch clipping (eq. 10):
+    m̃ = w·clip(r_tok, 1−ε_low, 1+ε_high) + (1−w)·clip(s_seq, 1−ε^seq_low, 1+ε^seq_high).
+    Unified clipping (ablation, eq. 11): m̃ = clip(m, 1−ε_low, 1+ε_high).
+    In the unclipped regime ∇loss = −m·A·∇log π (eq. 17), since w and the ratios' sg parts are constants.
+    """
+    r, s = _ratios(x)
+    w = entropy_weight(x.entropy, x.mask, entropy_scope) if mixing == "entropy" else torch.full_like(r, avg_weight)
+    m = w * r + (1 - w) * s
+    tok_b, seq_b, mix_b = (1 - eps_low, 1 + eps_high), (1 - seq_eps_low, 1 + seq_eps_high), (1 - eps_low, 1 + eps_high)
+    if clip == "branch":
+        m_clip = w * r.clamp(*tok_b) + (1 - w) * s.clamp(*seq_b)
+    else:
+        m_clip = m.clamp(*mix_b)
+    loss_mat, active = clipped_surrogate(m, m_clip, x.adv)
+    if clip == "branch":
+        token, sequence = report_branch(r, x.mask, x.adv, tok_b, active), report_branch(s, x.mask, x.adv, seq_b, active)
+        # The mix has no region of its own here: "binding" means the surrogate's clipped side is active.
+        out_low, out_high = trust_region_flags(m.detach(), *mix_b, x.mask)
+        act = active & x.mask
+        mixed = Branch(m.detach(), *mix_b, out_low, out_high, act & (x.adv < 0), act & (x.adv > 0))
+    else:
+        token = report_branch(r, x.mask, x.adv, tok_b, None)
+        sequence = report_branch(s, x.mask, x.adv, seq_b, None)
+        mixed = report_branch(m, x.mask, x.adv, mix_b, active)
+    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": sequence, "mixed": mixed}, w)
+
+
+@register_objective("grpo")
+def grpo(
+    x: Inputs,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    dual_clip: float | None = None,
+    loss_agg_mode: str = "token-mean",
+) -> ObjectiveOutput:
+    """GRPO / PPO-clip (paper eq. 2): loss = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), r = π/π_old.
+
+    dual_clip=c additionally caps the loss of A<0 tokens at −c·A (verl's `vanilla` uses c=3).
+    """
+    r, s = _ratios(x)
+    loss_mat, active = clipped_surrogate(r, r.clamp(1 - eps_low, 1 + eps_high), x.adv)
+    token = report_branch(r, x.mask, x.adv, (1 - eps_low, 1 + eps_high), active)
+    if dual_clip is not None:
+        capped = (x.adv < 0) & (loss_mat > -x.adv * dual_clip)
+        loss_mat = torch.where(capped, -x.adv * dual_clip, loss_mat)
+        token = dataclasses.replace(token, binding_high=token.binding_high | (capped & x.mask))
+    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
+
+
+@register_objective("gspo")
+def gspo(
+    x: Inputs,
+    *,
+    eps_low: float = 3e-4,
+    eps_high: float = 4e-4,
+    loss_agg_mode: str = "seq-mean-token-mean",
+) -> ObjectiveOutput:
+    """GSPO-token (paper eqs. 4-5): loss = −min(s_it·A, clip(s_it, 1−ε_low, 1+ε_high)·A)."""
+    r, s = _ratios(x)
+    loss_mat, active = clipped_surrogate(s, s.clamp(1 - eps_low, 1 + eps_high), x.adv)
+    sequence = report_branch(s, x.mask, x.adv, (1 - eps_low, 1 + eps_high), active)
+    return _output(x, loss_mat, loss_agg_mode, {"token": _info(r, x), "sequence": sequence})
+
+
+@register_objective("gmpo")
+def gmpo(
+    x: Inputs,
+    *,
+    eps_low: float = 0.4,
+    eps_high: float = 0.4,
+    loss_agg_mode: str = "seq-mean-token-mean",
+) -> ObjectiveOutput:
+    """GMPO (geometric mean, paper eq. 3): loss_i = −A_i·exp(mean_t sgn(A)·min(sgn(A)·log r, sgn(A)·clip(log r))).
+
+    Clipping happens per token in log space, [−ε_low, ε_high]. The sequence loss is placed on each
+    valid token, so seq-mean-token-mean gives mean_i loss_i.
+    """
+    r, s = _ratios(x)
+    sgn = torch.sign(x.adv)
+    lr_clip = x.log_ratio.clamp(-eps_low, eps_high)
+    lr_pess = sgn * torch.minimum(sgn * x.log_ratio, sgn * lr_clip)
+    geo = torch.exp(sequence_log_ratio(lr_pess, x.mask))
+    seq_adv = sequence_log_ratio(x.adv, x.mask)
+    loss_mat = (-seq_adv * geo).unsqueeze(-1).expand_as(r)
+    active = lr_pess != x.log_ratio
+    token = report_branch(r, x.mask, x.adv, (math.exp(-eps_low), math.exp(eps_high)), active)
+    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
+
+
+@register_objective("cispo")
+def cispo(
+    x: Inputs,
+    *,
+    eps_low: float = 1.0,
+    eps_high: float = 0.28,
+    loss_agg_mode: str = "token-mean",
+) -> ObjectiveOutput:
+    """CISPO (MiniMax-M1): loss = −sg[clip(r, 1−ε_low, 1+ε_high)]·A·log π.
+
+    The clip truncates the importance weight and never removes a token's gradient; "binding" reports
+    the tokens whose weight was truncated. ε_low=1 leaves no lower bound, as in the CISPO paper.
+    """
+    r, s = _ratios(x)
+    low, high = 1 - eps_low, 1 + eps_high
+    loss_mat = -r.clamp(low, high).detach() * x.adv * x.log_prob
+    out_low, out_high = trust_region_flags(r.detach(), low, high, x.mask)
+    token = Branch(r.detach(), low, high, out_low, out_high, out_low, out_high)
+    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
+
+
+@register_objective("sapo")
+def sapo(
+    x: Inputs,
+    *,
+    tau_pos: float = 1.0,
+    tau_neg: float = 1.05,
+    loss_agg_mode: str = "seq-mean-token-mean",
+) -> ObjectiveOutput:
+    """SAPO: a soft gate instead of a hard clip, loss = −f(r)·A with f(r) = σ(τ(r−1))·4/τ,
+    τ = τ_pos for A>0 else τ_neg. No trust region: both branches are reported for diagnosis only.
+    """
+    r, s = _ratios(x)
+    tau = torch.where(x.adv > 0, torch.full_like(r, tau_pos), torch.full_like(r, tau_neg))
+    loss_mat = -torch.sigmoid(tau * (r - 1)) * (4 / tau) * x.adv
+    return _output(x, loss_mat, loss_agg_mode, {"token": _info(r, x), "sequence": _info(s, x)})

@@ -1,0 +1,111 @@
+"""Small shared pieces every objective is built from: ratios, the stop-gradient sequence ratio,
+the entropy mixing weight, trust-region flags and the PPO clipped surrogate.
+
+Shapes: B responses × T response tokens. `mask` is a bool (B, T) tensor of the tokens that count.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from dhpo_suite.train.objectives.output import Branch
+
+__all__ = [
+    "LOG_RATIO_CLAMP",
+    "SEQ_LOG_RATIO_MAX",
+    "token_log_ratio",
+    "sequence_log_ratio",
+    "sg_sequence_ratio",
+    "entropy_weight",
+    "trust_region_flags",
+    "clipped_surrogate",
+    "report_branch",
+]
+
+LOG_RATIO_CLAMP = 20.0  # verl clamps log(π/π_old) to ±20 before exp (vanilla, cispo, sapo)
+SEQ_LOG_RATIO_MAX = 10.0  # verl clamps the GSPO log sequence ratio from above at 10
+
+
+def token_log_ratio(log_prob: torch.Tensor, old_log_prob: torch.Tensor) -> torch.Tensor:
+    """log r_it = log π − log π_old, clamped to ±20 like verl so exp() cannot overflow."""
+    return torch.clamp(log_prob - old_log_prob, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+
+
+def sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log s_i = mean_t log r_it over the response's valid tokens (GSPO eq. 4); (B,). 0 for empty rows."""
+    lengths = mask.sum(-1).clamp(min=1)
+    return (log_ratio * mask).sum(-1) / lengths
+
+
+def sg_sequence_ratio(log_prob: torch.Tensor, seq_log_ratio: torch.Tensor) -> torch.Tensor:
+    """s_it = sg[s_i] · π_it / sg[π_it] (GSPO eq. 5 / paper eq. 5); (B, T).
+
+    Its value is s_i on every token; its gradient is s_i · ∇log π_it, so each token keeps its own
+    credit while the ratio's size is the sequence's.
+    """
+    log_s = log_prob - log_prob.detach() + seq_log_ratio.detach().unsqueeze(-1)
+    return torch.exp(torch.clamp(log_s, max=SEQ_LOG_RATIO_MAX))
+
+
+def entropy_weight(entropy: torch.Tensor, mask: torch.Tensor, scope: str) -> torch.Tensor:
+    """w_it = g(sg[H_it]): min-max normalised token entropy in [0, 1] (paper eq. 9); (B, T).
+
+    scope="sequence" (default) normalises within each response, so w never depends on which other
+    responses share the micro-batch; scope="batch" normalises over all valid tokens of the call (the
+    value then changes when a batch is split into micro-batches). Where max == min (a one-token
+    response, constant entropy) w falls back to 0.5, the averaged mix.
+    """
+    h = entropy.detach()
+    big = torch.finfo(h.dtype).max
+    dims = (-1,) if scope == "sequence" else (0, 1)
+    lo = torch.where(mask, h, big).amin(dim=dims, keepdim=True)
+    hi = torch.where(mask, h, -big).amax(dim=dims, keepdim=True)
+    span = hi - lo
+    flat = span <= 1e-6 * hi.abs().clamp(min=1.0)
+    w = (h - lo) / torch.where(flat, torch.ones_like(span), span)
+    w = torch.where(flat, torch.full_like(w, 0.5), w)
+    return torch.where(mask, w.clamp(0.0, 1.0), torch.zeros_like(w))
+
+
+def trust_region_flags(
+    ratio: torch.Tensor, low: float, high: float, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(outside_low, outside_high): valid tokens whose ratio lies below 1−ε_low / above 1+ε_high."""
+    return mask & (ratio < low), mask & (ratio > high)
+
+
+def clipped_surrogate(
+    ratio: torch.Tensor, clipped: torch.Tensor, adv: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO's pessimistic surrogate as a loss: max(−A·ratio, −A·clipped) (paper eq. 2).
+
+    Returns (loss_mat, clip_active): clip_active marks tokens where the clipped term is strictly the
+    larger loss, i.e. where clipping removes (some of) the gradient.
+    """
+    unclipped_loss = -adv * ratio
+    clipped_loss = -adv * clipped
+    return torch.maximum(unclipped_loss, clipped_loss), clipped_loss > unclipped_loss
+
+
+def report_branch(
+    ratio: torch.Tensor,
+    mask: torch.Tensor,
+    adv: torch.Tensor,
+    bounds: tuple[float, float] | None,
+    active: torch.Tensor | None,
+) -> Branch:
+    """Telemetry view of one branch. `bounds` in ratio space or None (no trust region on it).
+
+    `active` marks tokens where this branch's clip removes gradient; None means the branch is not
+    clipped by this objective (binding flags all False). Binding is split by side: an active clip with
+    A > 0 can only come from the upper bound and with A < 0 from the lower one.
+    """
+    ratio = ratio.detach()
+    none = torch.zeros_like(mask)
+    if bounds is None:
+        return Branch(ratio, None, None, none, none, none, none)
+    low, high = bounds
+    out_low, out_high = trust_region_flags(ratio, low, high, mask)
+    if active is None:
+        return Branch(ratio, low, high, out_low, out_high, none, none)
+    return Branch(ratio, low, high, out_low, out_high, out_low & active & (adv < 0), out_high & active & (adv > 0))
