@@ -1,0 +1,1 @@
+"""Verifiable training tasks: problems with gold answers graded by `dhpo_suite.grading`."""

@@ -1,0 +1,88 @@
+"""Synthetic verifiable math: multi-step integer arithmetic with `\\boxed{}` answers.
+
+A problem is a left-to-right chain of `n_ops` additions/subtractions (and, at level >= 2, a product of two
+small factors as the first step), e.g. ``Compute 17 + 8 - 5.`` with gold ``"20"``. The reference solution
+writes one line per step and ends with the answer in ``\\boxed{}``:
+
+    17 + 8 = 25
+    25 - 5 = 20
+    \\boxed{20}
+
+Problems are a pure function of (seed, split, index), so runs are reproducible. Train and test problems come
+from disjoint sets: a problem's canonical text is hashed and the hash's parity decides its split, so no
+problem text occurs in both splits whatever the seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+__all__ = ["SPLITS", "make_problems", "prompt_text", "solution_text", "SYSTEM_PROMPT"]
+
+SPLITS = ("train", "test")
+SYSTEM_PROMPT = "Solve the problem step by step. Put the final answer in \\boxed{}."
+_MAX_TRIES_PER_PROBLEM = 1000
+
+
+def _split_of(problem: str) -> str:
+    """Deterministic split of a problem text (blake2b parity): disjoint train/test sets."""
+    digest = hashlib.blake2b(problem.encode(), digest_size=8).digest()
+    return SPLITS[digest[-1] & 1]
+
+
+def _draw(rng: random.Random, n_ops: int, max_operand: int, level: int) -> tuple[str, list[str], int]:
+    """One problem: (problem text, solution step lines, integer answer)."""
+    if level >= 2 and rng.random() < 0.5:
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        expr, value, steps = f"{a} * {b}", a * b, [f"{a} * {b} = {a * b}"]
+        n_ops -= 1
+    else:
+        value = rng.randint(0, max_operand)
+        expr, steps = str(value), []
+    for _ in range(n_ops):
+        op, b = rng.choice("+-"), rng.randint(1, max_operand)
+        new = value + b if op == "+" else value - b
+        steps.append(f"{value} {op} {b} = {new}")
+        expr, value = f"{expr} {op} {b}", new
+    return f"Compute {expr}.", steps, value
+
+
+def make_problems(n: int, seed: int = 0, split: str = "train", *, n_ops: int = 2, max_operand: int = 20,
+                  level: int = 1) -> list[dict]:
+    """`n` distinct problems of `split` ("train" or "test"): dicts with id, problem, answer (str), solution.
+
+    `n_ops`: arithmetic steps per problem (>= 1); `max_operand`: operands are drawn from [1, max_operand];
+    `level` 2 lets the first step be a product of two digits.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split: expected one of {SPLITS}, got {split!r}")
+    if n < 0 or n_ops < 1 or max_operand < 1:
+        raise ValueError(f"need n >= 0, n_ops >= 1, max_operand >= 1 (got n={n}, n_ops={n_ops}, "
+                         f"max_operand={max_operand})")
+    rng = random.Random(f"arithmetic/{seed}/{split}/{n_ops}/{max_operand}/{level}")
+    out: list[dict] = []
+    seen: set[str] = set()
+    tries = 0
+    while len(out) < n:
+        tries += 1
+        if tries > _MAX_TRIES_PER_PROBLEM * max(n, 1):
+            raise ValueError(f"only {len(out)} distinct {split} problems exist for n_ops={n_ops}, "
+                             f"max_operand={max_operand}; asked for {n}")
+        problem, steps, answer = _draw(rng, n_ops, max_operand, level)
+        if problem in seen or _split_of(problem) != split:
+            continue
+        seen.add(problem)
+        out.append({"id": f"{split}-{seed}-{len(out)}", "problem": problem, "answer": str(answer),
+                    "solution": "\n".join(steps + [f"\\boxed{{{answer}}}"])})
+    return out
+
+
+def prompt_text(problem: dict) -> str:
+    """The user message for a problem (the chat template adds the system prompt and roles)."""
+    return problem["problem"]
+
+
+def solution_text(problem: dict) -> str:
+    """The reference response used by the supervised warm-start."""
+    return problem["solution"]
