@@ -43,7 +43,8 @@ def aggregate(
         raise ValueError("global_batch_size (the global number of responses) is required when dp_size > 1")
     m = mask.to(loss_mat.dtype)
     if mode == "token-mean":
-        n = m.sum() if batch_num_tokens is None else batch_num_tokens
+        # clamp: a micro-batch with no valid token gives loss 0, not verl's 0/0 = NaN.
+        n = m.sum().clamp(min=1) if batch_num_tokens is None else batch_num_tokens
         return (loss_mat * m).sum() / n * dp_size
     if mode == "token-sum":
         return (loss_mat * m).sum() * dp_size
@@ -52,7 +53,7 @@ def aggregate(
     # 1e-8 rather than a clamp: the exact expression verl uses, so values agree to the last bits.
     seq_loss = seq_sum / (counts + 1e-8) if mode == "seq-mean-token-mean" else seq_sum
     nonempty = (counts > 0).to(loss_mat.dtype)
-    n_seq = nonempty.sum() if global_batch_size is None else global_batch_size
+    n_seq = nonempty.sum().clamp(min=1) if global_batch_size is None else global_batch_size
     loss = (seq_loss * nonempty).sum() / n_seq * dp_size
     if mode == "seq-mean-token-sum-norm":
         loss = loss / (loss_scale_factor if loss_scale_factor is not None else mask.shape[-1])
