@@ -1,0 +1,79 @@
+"""Forward+backward time of every objective against verl's `vanilla` loss on the same tensors.
+
+    python benchmarks/objectives.py [--batch 64 --tokens 4096 --device cpu --reps 10]
+
+Prints one row per objective: median ms and the ratio to verl vanilla measured in the same run
+(goal: DHPO-E <= 1.3x vanilla).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from verl.trainer.ppo.core_algos import get_policy_loss_fn
+from verl.workers.config.actor import FSDPActorConfig
+
+from dhpo_suite.train.objectives import OBJECTIVES, get_objective
+
+
+def make_inputs(B: int, T: int, device: str):
+    g = torch.Generator(device="cpu").manual_seed(0)
+    old = (-torch.rand(B, T, generator=g) * 3).to(device)
+    lp = (old.cpu() + torch.randn(B, T, generator=g) * 0.2).to(device)
+    lengths = torch.randint(T // 4, T + 1, (B,), generator=g)
+    mask = (torch.arange(T)[None] < lengths[:, None]).to(device)
+    adv = torch.randn(B, generator=g).to(device)
+    ent = (torch.rand(B, T, generator=g) * 2).to(device)
+    return lp, old, adv, mask, ent
+
+
+def run_once(fn, lp, device: str) -> float:
+    x = lp.detach().clone().requires_grad_(True)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn(x).backward()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def interleaved_medians(fns: dict, lp, reps: int, device: str) -> dict[str, float]:
+    """Median ms per function, calling them round-robin so load drifts hit every row alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for i in range(reps + 2):
+        for k, fn in fns.items():
+            t = run_once(fn, lp, device)
+            if i >= 2:  # two warm-up rounds
+                times[k].append(t)
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--tokens", type=int, default=4096)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    lp, old, adv, mask, ent = make_inputs(args.batch, args.tokens, args.device)
+    cfg = FSDPActorConfig(rollout_n=1, ppo_micro_batch_size_per_gpu=1, clip_ratio_low=0.2, clip_ratio_high=0.2)
+    vanilla = get_policy_loss_fn("vanilla")
+    adv2d, maskf = adv[:, None].expand_as(lp), mask.float()
+    fns = {"verl vanilla": lambda x: vanilla(old, x, adv2d, maskf, "token-mean", cfg)[0]}
+    rows = [(n, {}) for n in OBJECTIVES] + [("dhpo-e", {"clip": "unified"}), ("dhpo-e", {"entropy_scope": "batch"})]
+    for n, hp in rows:
+        obj = get_objective(n, **hp)
+        fns[n + "".join(f" {k}={v}" for k, v in hp.items())] = lambda x, obj=obj: obj(x, old, adv, mask, ent).loss
+    ms = interleaved_medians(fns, lp, args.reps, args.device)
+    name = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    print(f"B={args.batch} T={args.tokens} fp32 on {name}; median of {args.reps} interleaved forward+backward calls")
+    print(f"{'objective':<28}{'ms':>10}{'x vanilla':>12}")
+    for label, t in ms.items():
+        print(f"{label:<28}{t:>10.2f}{t / ms['verl vanilla']:>12.2f}")
+
+if __name__ == "__main__":
+    main()
