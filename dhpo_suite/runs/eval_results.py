@@ -1,0 +1,192 @@
+"""Evaluation results: per-sample JSONL (append-only, fsync per batch) and one summary JSON per evaluation.
+
+Layout of one evaluation directory (`--out DIR`, or `RUN_DIR/evals/step-XXXXXX/` for a run's checkpoint):
+
+    config.json              settings of the evaluation (model, template, sampling); checked on --resume
+    <bench>.samples.jsonl    one JSON object per sample, appended as batches complete (SAMPLE_FIELDS)
+    summary.json             metrics per benchmark + the paper's AVG, rewritten atomically
+
+A SIGKILL can leave a torn last line in a samples file: the reader skips it and reports it, and the writer
+cuts it off before appending. A malformed line anywhere else is an error naming the file and line.
+No torch here (the dashboard reads these files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from dhpo_suite.runs.format import EVALS, Problem, RunFormatError
+
+__all__ = [
+    "RESULTS_VERSION",
+    "SAMPLE_FIELDS",
+    "CONFIG",
+    "SUMMARY",
+    "SampleWriter",
+    "SamplesRead",
+    "read_samples",
+    "rewrite_samples",
+    "samples_path",
+    "write_json_atomic",
+    "read_json",
+    "checkpoint_eval_dir",
+    "list_checkpoint_evals",
+]
+
+RESULTS_VERSION = 1
+"""Version of the evaluation-results format (stored in config.json and summary.json)."""
+CONFIG = "config.json"
+SUMMARY = "summary.json"
+SAMPLE_FIELDS = ("bench", "problem_id", "sample", "prompt", "response", "n_tokens", "finish_reason",
+                 "gold", "extracted", "correct", "status", "reason")
+"""Keys of every sample record. `gold` is the list of accepted gold answers; `status` is the grader's
+verdict status (ok | no_answer | timeout | error) and `reason` its explanation."""
+_STEP_DIR = re.compile(r"^step-(\d{6,})$")
+
+
+def samples_path(eval_dir: Path | str, bench: str) -> Path:
+    """`<eval_dir>/<bench>.samples.jsonl`."""
+    return Path(eval_dir) / f"{bench}.samples.jsonl"
+
+
+def checkpoint_eval_dir(run_dir: Path | str, step: int) -> Path:
+    """`RUN_DIR/evals/step-{step:06d}/`: results for the checkpoint of that step."""
+    return Path(run_dir) / EVALS / f"step-{int(step):06d}"
+
+
+def list_checkpoint_evals(run_dir: Path | str) -> dict[int, Path]:
+    """{step: eval dir} for every `evals/step-XXXXXX/` of a run that has a summary.json (accuracy vs step)."""
+    root = Path(run_dir) / EVALS
+    out = {}
+    for child in sorted(root.iterdir()) if root.is_dir() else []:
+        m = _STEP_DIR.match(child.name)
+        if m and (child / SUMMARY).is_file():
+            out[int(m.group(1))] = child
+    return out
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: Path | str, obj: Any) -> None:
+    """Write JSON to a temp file, fsync, rename over `path`: readers see the old or the new file, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, sort_keys=True, allow_nan=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def read_json(path: Path | str) -> dict:
+    """Read a JSON object; a missing or malformed file raises RunFormatError naming it."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFormatError(path, "missing") from None
+    except json.JSONDecodeError as e:
+        raise RunFormatError(path, f"line {e.lineno}: invalid JSON ({e.msg})") from None
+    if not isinstance(obj, dict):
+        raise RunFormatError(path, "expected a JSON object")
+    return obj
+
+
+@dataclass
+class SamplesRead:
+    """What `read_samples` found: the records, and what it skipped (a torn last line)."""
+
+    records: list[dict]
+    skipped: list[Problem] = field(default_factory=list)
+    valid_bytes: int = 0
+    """Length of the file prefix holding complete lines (the writer truncates to it before appending)."""
+
+
+def read_samples(path: Path | str) -> SamplesRead:
+    """Read a samples file. A torn last line (no newline or invalid JSON) is skipped and reported in
+    `skipped`; a malformed earlier line raises RunFormatError with its line number. Missing file: empty."""
+    path = Path(path)
+    if not path.exists():
+        return SamplesRead([])
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    records, skipped, valid = [], [], 0
+    for i, raw in enumerate(lines):
+        last = i == len(lines) - 1  # the text after the final newline ("" when the file ends cleanly)
+        if last and not raw:
+            break
+        try:
+            rec = json.loads(raw)
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as e:
+            if last:
+                skipped.append(Problem(path, f"line {i + 1}: torn last line skipped ({len(raw)} bytes)"))
+                break
+            raise RunFormatError(path, f"line {i + 1}: malformed record ({e})") from None
+        if last:  # parsed, but no newline: a write cut short exactly at the record's end
+            skipped.append(Problem(path, f"line {i + 1}: last line has no newline; skipped"))
+            break
+        records.append(rec)
+        valid += len(raw) + 1
+    return SamplesRead(records, skipped, valid)
+
+
+class SampleWriter:
+    """Append sample records to `<bench>.samples.jsonl`; each `write_batch` ends with flush + fsync.
+
+    On open, a torn tail left by a crash is cut off so new lines never glue onto half a record.
+    """
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            valid = read_samples(self.path).valid_bytes
+            if valid != self.path.stat().st_size:
+                os.truncate(self.path, valid)
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def write_batch(self, records: Iterable[dict]) -> int:
+        """Append records (one JSON line each) and make them durable. Returns how many were written."""
+        lines = [json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records]
+        self._f.write("".join(lines))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        return len(lines)
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "SampleWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def rewrite_samples(path: Path | str, records: Iterable[dict]) -> None:
+    """Replace a samples file atomically (used by --regrade, which changes verdicts of stored samples)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)

@@ -1,0 +1,185 @@
+"""Merged TelemetryState -> StepRecord parts: scalars, distributions, outlier rows, sample rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .bins import hist_quantile
+from .records import Histogram
+
+if TYPE_CHECKING:
+    from .state import Decode, TelemetryState
+
+__all__ = ["build_scalars", "build_distributions", "build_outliers", "build_samples"]
+
+_NAN = float("nan")
+
+
+def _div(a: float, b: float) -> float:
+    return float(a) / b if b else _NAN
+
+
+def build_scalars(st: "TelemetryState") -> dict[str, float]:
+    """Every scalar of the metric namespace that the state can define (see dhpo_suite.runs.metrics)."""
+    c, s = st.counts, st.sums
+    n = c.get("tokens", 0)
+    out: dict[str, float] = {"tokens/count": float(n), "tokens/nonfinite": float(c.get("nonfinite", 0))}
+    if n:
+        out["loss/token_mean"] = _div(s.get("loss", 0.0), n)
+        out.update(_advantage(st, n))
+        out["kl/k1"] = _div(s.get("kl_k1", 0.0), n)
+        out["kl/k3"] = _div(s.get("kl_k3", 0.0), n)
+        for b, (low, high) in st.bounds.items():
+            out[f"ratio/{b}/mean"] = _div(s.get(f"ratio/{b}", 0.0), n)
+            if low is None and high is None:
+                continue  # diagnostic branch without a trust region: no clip metrics
+            for k in ("outside_low", "outside_high", "binding_low", "binding_high"):
+                out[f"clip/{b}/{k}"] = _div(c.get(f"clip/{b}/{k}", 0), n)
+            out[f"clip/{b}/binding"] = out[f"clip/{b}/binding_low"] + out[f"clip/{b}/binding_high"]
+    if c.get("entropy_tokens", 0):
+        out.update(_entropy(st))
+    if c.get("w_tokens", 0):
+        out.update(_weight(st))
+    if st.responses:
+        out.update(_rollout(st))
+    return out
+
+
+def _advantage(st: "TelemetryState", n: int) -> dict[str, float]:
+    c, s = st.counts, st.sums
+    mean = s.get("adv", 0.0) / n
+    var = max(s.get("adv_sq", 0.0) / n - mean * mean, 0.0)
+    return {
+        "adv/mean": mean,
+        "adv/std": float(np.sqrt(var)),
+        "adv/min": st.mins.get("adv", _NAN),
+        "adv/max": st.maxs.get("adv", _NAN),
+        "adv/pos_frac": _div(c.get("adv_pos", 0), n),
+        "adv/neg_frac": _div(c.get("adv_neg", 0), n),
+        "adv/zero_frac": _div(n - c.get("adv_pos", 0) - c.get("adv_neg", 0), n),
+    }
+
+
+def _entropy(st: "TelemetryState") -> dict[str, float]:
+    n = st.counts["entropy_tokens"]
+    edges, _ = st.edges("entropy")
+    h = st.hists["entropy"]
+    out = {"entropy/mean": st.sums.get("entropy", 0.0) / n}
+    for q in (10, 50, 90, 99):
+        out[f"entropy/p{q}"] = hist_quantile(edges, h, q / 100, log=True)
+    out["entropy/frac_below_0.01"] = st.counts.get("entropy_below_0.01", 0) / n
+    return out
+
+
+def _weight(st: "TelemetryState") -> dict[str, float]:
+    n = st.counts["w_tokens"]
+    edges, _ = st.edges("w")
+    out = {"w/mean": st.sums.get("w", 0.0) / n}
+    for q in (10, 50, 90):
+        out[f"w/p{q}"] = hist_quantile(edges, st.hists["w"], q / 100)
+    return out
+
+
+def _rollout(st: "TelemetryState") -> dict[str, float]:
+    r = st.responses
+    lengths = r["length"].astype(np.float64)
+    out = {"responses/count": float(len(lengths))}
+    if len(lengths) == 0:
+        return out
+    out.update(
+        {
+            "length/mean": float(lengths.mean()),
+            "length/p50": float(np.percentile(lengths, 50)),
+            "length/p90": float(np.percentile(lengths, 90)),
+            "length/max": float(lengths.max()),
+            "length/truncated_frac": float(r["truncated"].astype(bool).mean()),
+            "reward/mean": float(r["reward"].mean()),
+            "reward/std": float(r["reward"].std()),
+        }
+    )
+    group = r["response_id"].astype(np.int64) // np.maximum(r["group_size"].astype(np.int64), 1)
+    uniq, inverse = np.unique(group, return_inverse=True)
+    correct = r["correct"].astype(np.int64)
+    n_correct = np.bincount(inverse, weights=correct, minlength=len(uniq))
+    n_total = np.bincount(inverse, minlength=len(uniq))
+    out["groups/count"] = float(len(uniq))
+    out["groups/all_correct_frac"] = float(np.mean(n_correct == n_total))
+    out["groups/all_wrong_frac"] = float(np.mean(n_correct == 0))
+    return out
+
+
+def build_distributions(st: "TelemetryState") -> dict[str, Histogram]:
+    out = {}
+    for name, counts in sorted(st.hists.items()):
+        x, y = st.edges(name)
+        shape = (len(x) - 1,) if y is None else (len(x) - 1, len(y) - 1)
+        out[name] = Histogram(x, np.asarray(counts).reshape(shape), y)
+    if st.responses and len(st.responses["length"]):
+        x, _ = st.edges("length")
+        idx = np.clip(np.searchsorted(x[1:-1], st.responses["length"], side="right"), 0, len(x) - 2)
+        out["length"] = Histogram(x, np.bincount(idx, minlength=len(x) - 1))
+    return out
+
+
+def _texts(ids, texts, decode: "Decode | None") -> list[str] | None:
+    if texts is not None:
+        return list(texts)
+    if ids is not None and decode is not None:
+        return list(decode([int(i) for i in ids]))
+    return None
+
+
+def build_outliers(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+    rows = []
+    for branch in sorted(st.outliers):
+        for c in st.outliers[branch]:
+            tok = _texts(None if c.get("token_id") is None else [c["token_id"]], None if c.get("token_text") is None else [c["token_text"]], decode)
+            left = _texts(c.get("ctx_left_ids"), c.get("ctx_left_text"), decode)
+            right = _texts(c.get("ctx_right_ids"), c.get("ctx_right_text"), decode)
+            rows.append(
+                {
+                    "branch": branch,
+                    "side": c["side"],
+                    "distance": c["distance"],
+                    "log_ratio": c["log_ratio"],
+                    "binding": bool(c["binding"]),
+                    "response_id": c["response_id"],
+                    "position": c["position"],
+                    "epoch": c["epoch"],
+                    "token_id": c.get("token_id"),
+                    "token_text": None if tok is None else tok[0],
+                    "context_left": None if left is None else "".join(left),
+                    "context_right": None if right is None else "".join(right),
+                    "entropy": c.get("entropy"),
+                    "w": c.get("w"),
+                    "advantage": c["advantage"],
+                }
+            )
+    return rows
+
+
+_SAMPLE_ARRAYS = ("log_prob", "old_log_prob", "entropy", "w", "token_ratio", "seq_ratio", "mixed_ratio",
+                  "clip_token", "clip_sequence", "clip_mixed")
+
+
+def build_samples(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+    reward = {}
+    if st.responses:
+        reward = dict(zip(st.responses["response_id"].tolist(), st.responses["reward"].tolist()))
+    rows = []
+    for c in sorted(st.samples.values(), key=lambda c: c["key"]):
+        row = {
+            "response_id": c["response_id"],
+            "epoch": c["epoch"],
+            "reward": reward.get(c["response_id"]),
+            "advantage": c["advantage"],
+            "length": c["length"],
+            "token_id": c.get("token_id"),
+            "token_text": _texts(c.get("token_id"), c.get("token_text"), decode),
+        }
+        row.update({k: c.get(k) for k in _SAMPLE_ARRAYS})
+        rows.append(row)
+    return rows
+

@@ -1,0 +1,85 @@
+"""Run-directory layout: format version, file names, errors. See docs/run-format.md.
+
+Only this module knows where files live; the writer, the reader and the evaluator's results module ask it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "FORMAT_VERSION",
+    "KINDS",
+    "MANIFEST",
+    "RunFormatError",
+    "Problem",
+    "step_file",
+    "checkpoint_path",
+    "checkpoint_marker",
+    "is_checkpoint_complete",
+    "parse_step_file",
+]
+
+FORMAT_VERSION = 1
+"""Bumped on any incompatible change; readers refuse a newer major version with a clear error."""
+
+MANIFEST = "manifest.json"
+SCALARS_COMPACT = "scalars.parquet"  # all compacted steps, rewritten atomically
+KINDS = ("scalars", "distributions", "outliers", "samples")
+"""Per-step file kinds, each in its own folder: `<kind>/step-000042.parquet`. `scalars` is written last and
+is the commit point of a step: a step exists iff its scalars row exists."""
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_MARKER = "COMPLETE"
+EVALS = "evals"
+
+
+class RunFormatError(ValueError):
+    """A run-directory file is missing, malformed or truncated. The message starts with the file path."""
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the reader skipped: the file and why."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def step_file(run_dir: Path | str, kind: str, step: int) -> Path:
+    """Path of one step's file of `kind` (one of KINDS)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {KINDS}")
+    return Path(run_dir) / kind / f"step-{int(step):06d}.parquet"
+
+
+def parse_step_file(path: Path) -> int | None:
+    """Step number of a `step-NNNNNN.parquet` name, None for anything else (temp files, strays)."""
+    name = path.name
+    if not (name.startswith("step-") and name.endswith(".parquet")):
+        return None
+    digits = name[len("step-") : -len(".parquet")]
+    return int(digits) if digits.isdigit() else None
+
+
+def checkpoint_path(run_dir: Path | str, step: int) -> Path:
+    """`checkpoints/step-{step:06d}/`: a normal Hugging Face model directory written by the trainer."""
+    return Path(run_dir) / CHECKPOINTS / f"step-{int(step):06d}"
+
+
+def checkpoint_marker(checkpoint_dir: Path | str) -> Path:
+    """The marker file whose presence says every file of the checkpoint is fully written."""
+    return Path(checkpoint_dir) / CHECKPOINT_MARKER
+
+
+def is_checkpoint_complete(checkpoint_dir: Path | str) -> bool:
+    """True when the trainer finished writing this checkpoint (its COMPLETE marker exists)."""
+    return checkpoint_marker(checkpoint_dir).is_file()

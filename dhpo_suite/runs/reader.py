@@ -1,0 +1,217 @@
+"""RunReader and list_runs: the read side of the run directory (used by the dashboard; no torch).
+
+Bulk loaders (`scalars`, `steps`, `distributions` over many steps, `list_runs`) skip a broken file, keep
+going and record a `Problem` naming it in `.problems`. Single-step loaders raise `RunFormatError` naming the
+file. A step exists once its scalars row exists; files of a step killed mid-write are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .format import (
+    CHECKPOINTS,
+    MANIFEST,
+    SCALARS_COMPACT,
+    Problem,
+    RunFormatError,
+    is_checkpoint_complete,
+    parse_step_file,
+    step_file,
+)
+from .manifest import Manifest, read_manifest
+from .records import DISTRIBUTION_SCHEMA, OUTLIER_SCHEMA, SAMPLE_SCHEMA, Histogram, StepRecord, histograms_from_table
+
+__all__ = ["RunReader", "RunSummary", "list_runs"]
+
+
+class RunReader:
+    """Read one run directory. `problems` lists every file the bulk loaders skipped and why."""
+
+    def __init__(self, run_dir: Path | str):
+        self.run_dir = Path(run_dir)
+        self.manifest: Manifest = read_manifest(self.run_dir)
+        self.problems: list[Problem] = []
+
+    # ---- scalars ----
+    def scalars(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per committed step, sorted by step: `step`, `time` (unix s) and every metric column.
+
+        `columns` limits the metrics read (step is always included). Broken files are skipped (see problems).
+        """
+        cols = None if columns is None else ["step", *[c for c in columns if c != "step"]]
+        tables = self._scalar_tables(cols)
+        if not tables:
+            return pd.DataFrame({"step": pd.Series([], dtype="int64")})
+        df = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+        df = df.drop_duplicates("step", keep="last").sort_values("step", kind="stable")
+        return df.reset_index(drop=True)
+
+    def steps(self) -> list[int]:
+        """Committed steps, ascending."""
+        return [int(s) for s in self.scalars(columns=["step"])["step"]]
+
+    def _scalar_tables(self, columns: list[str] | None) -> list[pa.Table]:
+        folder = self.run_dir / "scalars"
+        for _attempt in range(5):  # a concurrent compaction may delete files we listed: list again
+            per_step = sorted((p for p in _listdir(folder) if parse_step_file(p) is not None), key=parse_step_file)
+            tables: list[pa.Table] = []
+            try:
+                compact = folder / SCALARS_COMPACT
+                if compact.exists():
+                    self._append(tables, compact, columns)
+                for p in per_step:  # after the compacted file, so per-step rows win on duplicates
+                    self._append(tables, p, columns, expect_step=parse_step_file(p))
+                return tables
+            except FileNotFoundError:
+                continue
+        raise RunFormatError(folder, "scalar files kept changing while reading (is a writer compacting?)")
+
+    def _append(self, tables: list[pa.Table], path: Path, columns, expect_step: int | None = None) -> None:
+        try:
+            t = _read_parquet(path, columns)
+            if "step" not in t.column_names or not pa.types.is_integer(t.schema.field("step").type):
+                raise RunFormatError(path, "no integer 'step' column")
+            if expect_step is not None and t.column("step").to_pylist() != [expect_step]:
+                raise RunFormatError(path, f"expected one row for step {expect_step}")
+        except RunFormatError as e:
+            self._problem(e.path, e.reason)
+            return
+        tables.append(t)
+
+    # ---- per-step files ----
+    def distributions(self, steps: int | Iterable[int] | None, name: str) -> Histogram | dict[int, Histogram]:
+        """Histogram `name` at one step (int), or {step: Histogram} over `steps` (None: every step).
+
+        Names: see `distribution_names` / docs/run-format.md. Over many steps, broken files are skipped
+        and reported in `problems`; for one step they raise RunFormatError.
+        """
+        if isinstance(steps, int):
+            return self._distribution(steps, name)
+        out: dict[int, Histogram] = {}
+        for s in self.steps() if steps is None else steps:
+            try:
+                out[int(s)] = self._distribution(int(s), name)
+            except RunFormatError as e:
+                self._problem(e.path, e.reason)
+        return out
+
+    def distribution_names(self, step: int) -> list[str]:
+        table = self._step_table("distributions", step, DISTRIBUTION_SCHEMA, columns=["name"])
+        return sorted(table.column("name").to_pylist())
+
+    def _distribution(self, step: int, name: str) -> Histogram:
+        path = step_file(self.run_dir, "distributions", step)
+        table = self._step_table("distributions", step, DISTRIBUTION_SCHEMA, filters=[("name", "=", name)])
+        hists = histograms_from_table(table) if table.num_rows else {}
+        if name not in hists:
+            raise RunFormatError(path, f"no distribution named {name!r}")
+        return hists[name]
+
+    def outliers(self, step: int) -> pd.DataFrame:
+        """Outlier tokens of one step (OUTLIER_SCHEMA), ordered by branch then distance (largest first)."""
+        return self._step_table("outliers", step, OUTLIER_SCHEMA).to_pandas()
+
+    def samples(self, step: int) -> pd.DataFrame:
+        """Sampled responses of one step (SAMPLE_SCHEMA): per-token arrays are list cells."""
+        return self._step_table("samples", step, SAMPLE_SCHEMA).to_pandas()
+
+    def record(self, step: int) -> StepRecord:
+        """The full StepRecord of one step, as written (round trip of RunWriter.write_step)."""
+        row = self.scalars()
+        row = row[row["step"] == step]
+        if row.empty:
+            raise KeyError(f"{self.run_dir}: step {step} is not committed")
+        scalars = {k: float(v) for k, v in row.iloc[0].items() if k not in ("step", "time") and pd.notna(v)}
+        dists = histograms_from_table(self._step_table("distributions", step, DISTRIBUTION_SCHEMA))
+        outl = self._step_table("outliers", step, OUTLIER_SCHEMA).drop_columns(["step"]).to_pylist()
+        samp = self._step_table("samples", step, SAMPLE_SCHEMA).drop_columns(["step"]).to_pylist()
+        return StepRecord(step, scalars, dists, outl, samp)
+
+    def _step_table(self, kind: str, step: int, schema: pa.Schema, columns=None, filters=None) -> pa.Table:
+        path = step_file(self.run_dir, kind, step)
+        table = _read_parquet(path, columns, filters)
+        expected = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+        if not table.schema.equals(expected):
+            missing = [f.name for f in expected if f.name not in table.column_names]
+            raise RunFormatError(path, f"unexpected schema (missing columns {missing})" if missing else "unexpected schema")
+        return table
+
+    # ---- checkpoints ----
+    def checkpoints(self) -> dict[int, Path]:
+        """{step: path} of checkpoints whose COMPLETE marker exists (half-written ones are left out)."""
+        out = {}
+        for p in _listdir(self.run_dir / CHECKPOINTS):
+            if p.name.startswith("step-") and p.name[5:].isdigit() and is_checkpoint_complete(p):
+                out[int(p.name[5:])] = p
+        return dict(sorted(out.items()))
+
+    def _problem(self, path: Path, reason: str) -> None:
+        p = Problem(Path(path), reason)
+        if p not in self.problems:
+            self.problems.append(p)
+
+
+def _listdir(folder: Path) -> list[Path]:
+    try:
+        return [folder / n for n in os.listdir(folder) if not n.startswith(".")]
+    except FileNotFoundError:
+        return []
+
+
+def _read_parquet(path: Path, columns=None, filters=None) -> pa.Table:
+    """pq.read_table with errors turned into RunFormatError naming the file (FileNotFoundError passes)."""
+    if not path.exists():
+        raise RunFormatError(path, "missing")
+    try:
+        return pq.read_table(path, columns=columns, filters=filters)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        raise RunFormatError(path, f"unreadable Parquet ({type(e).__name__}: {e})") from None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One entry of list_runs. `manifest` is None and `problem` says why when the manifest is broken."""
+
+    path: Path
+    name: str
+    manifest: Manifest | None
+    problem: str | None = None
+
+    @property
+    def status(self) -> str:
+        return "invalid" if self.manifest is None else self.manifest.status
+
+
+def list_runs(root: Path | str, max_depth: int = 3) -> list[RunSummary]:
+    """Every run directory (a folder with manifest.json) under `root`, up to `max_depth` levels, by path.
+
+    A run's own subfolders are not searched. Broken manifests are listed with `problem` set, not hidden.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: runs root is not a directory")
+    found: list[RunSummary] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        depth = len(here.relative_to(root).parts)
+        if MANIFEST in filenames:
+            dirnames.clear()
+            try:
+                m = read_manifest(here)
+                found.append(RunSummary(here, m.name or here.name, m))
+            except RunFormatError as e:
+                found.append(RunSummary(here, here.name, None, str(e)))
+        elif depth >= max_depth:
+            dirnames.clear()
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    return sorted(found, key=lambda r: str(r.path))

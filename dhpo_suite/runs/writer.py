@@ -1,0 +1,201 @@
+"""RunWriter: the only code that writes a run directory's training files (crash-safe, atomic).
+
+Every file is written to a hidden temp name in its final folder, flushed, then `os.replace`d into place,
+so a reader (or a SIGKILL at any instant) sees either the old file or the new one, never half of one.
+A step's distributions, outliers and samples are written before its scalars row; the scalars file is the
+commit point. Every `compact_every` steps the per-step scalar files are folded into `scalars.parquet`
+(rewritten atomically, then the folded per-step files are deleted), so reading 1000 steps opens a
+handful of files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .format import (
+    KINDS,
+    MANIFEST,
+    SCALARS_COMPACT,
+    checkpoint_marker,
+    checkpoint_path,
+    parse_step_file,
+    step_file,
+)
+from .manifest import STATUSES, Manifest, read_manifest, utc_now
+from .records import StepRecord
+
+__all__ = ["RunWriter", "atomic_write_bytes", "write_parquet_atomic", "mark_checkpoint_complete"]
+
+COMPRESSION = "zstd"
+
+
+def atomic_write_bytes(path: Path, data: bytes, fsync: bool = True) -> None:
+    """Write `data` to `path` so that readers see the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_parquet_atomic(path: Path, table: pa.Table, fsync: bool = True) -> None:
+    """Parquet (zstd) written via temp file + rename."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=COMPRESSION)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes(), fsync)
+
+
+def mark_checkpoint_complete(checkpoint_dir: Path | str, **info: Any) -> Path:
+    """Write the COMPLETE marker (JSON: time + `info`) after every file of the checkpoint is on disk."""
+    marker = checkpoint_marker(checkpoint_dir)
+    payload = json.dumps({"completed_at": utc_now(), **info}, indent=1).encode()
+    atomic_write_bytes(marker, payload)
+    return marker
+
+
+class RunWriter:
+    """Writes one run directory. Use as a context manager: an exception closes the run as "failed".
+
+        with RunWriter(run_dir, Manifest(algorithm="dhpo-e", ...)) as w:
+            for step in ...:
+                w.write_step(record)                      # StepRecord from TelemetryAccumulator.to_record
+                ckpt = w.checkpoint_dir(step)             # save the HF model there, then:
+                w.checkpoint_complete(step)
+        # -> status "completed"
+
+    `resume=True` reopens an existing run (status goes back to "running"); otherwise an existing
+    manifest is an error so two runs never share a directory.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path | str,
+        manifest: Manifest,
+        *,
+        resume: bool = False,
+        compact_every: int = 100,
+        fsync: bool = True,
+    ):
+        self.run_dir = Path(run_dir)
+        self.compact_every = int(compact_every)
+        self.fsync = fsync
+        self._closed = False
+        exists = (self.run_dir / MANIFEST).exists()
+        if exists and not resume:
+            raise FileExistsError(f"{self.run_dir / MANIFEST}: run directory already holds a run (pass resume=True)")
+        if exists:
+            old = read_manifest(self.run_dir)
+            manifest.started_at = manifest.started_at or old.started_at
+        self.manifest = manifest
+        self.manifest.name = self.manifest.name or self.run_dir.name
+        self.manifest.fill_provenance()
+        self.manifest.status, self.manifest.ended_at, self.manifest.error = "running", None, None
+        for kind in KINDS:
+            (self.run_dir / kind).mkdir(parents=True, exist_ok=True)
+        self._write_manifest()
+        self._pending = len(self._per_step_scalar_files())
+
+    # ---- steps ----
+    def write_step(self, record: StepRecord) -> None:
+        """Persist one step; when this returns the step is committed and readable."""
+        self._check_open()
+        s = int(record.step)
+        if s < 0:
+            raise ValueError(f"step must be >= 0, got {s}")
+        write_parquet_atomic(step_file(self.run_dir, "distributions", s), record.distributions_table(), self.fsync)
+        write_parquet_atomic(step_file(self.run_dir, "outliers", s), record.outliers_table(), self.fsync)
+        write_parquet_atomic(step_file(self.run_dir, "samples", s), record.samples_table(), self.fsync)
+        # Commit point: the step exists once its scalars row exists.
+        write_parquet_atomic(step_file(self.run_dir, "scalars", s), record.scalars_table(time.time()), self.fsync)
+        self._pending += 1
+        if self.compact_every and self._pending >= self.compact_every:
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold per-step scalar files into scalars.parquet (atomic), then delete the folded files.
+
+        A kill between the rename and the deletes leaves duplicates, which the reader drops (per-step rows win).
+        """
+        files = self._per_step_scalar_files()
+        if not files:
+            return
+        target = self.run_dir / "scalars" / SCALARS_COMPACT
+        tables = [pq.read_table(target)] if target.exists() else []
+        tables += [pq.read_table(f) for f in files]
+        merged = pa.concat_tables(tables, promote_options="permissive")
+        # Later rows (per-step files, in step order) override compacted ones for the same step.
+        steps = merged.column("step").to_pylist()
+        last = {s: i for i, s in enumerate(steps)}
+        keep = sorted(last.values(), key=lambda i: steps[i])
+        write_parquet_atomic(target, merged.take(pa.array(keep, pa.int64())), self.fsync)
+        for f in files:
+            f.unlink(missing_ok=True)
+        self._pending = 0
+
+    def _per_step_scalar_files(self) -> list[Path]:
+        folder = self.run_dir / "scalars"
+        files = [p for p in folder.glob("step-*.parquet") if parse_step_file(p) is not None]
+        return sorted(files, key=lambda p: parse_step_file(p))
+
+    # ---- checkpoints ----
+    def checkpoint_dir(self, step: int) -> Path:
+        """Create and return `checkpoints/step-{step:06d}/`; call checkpoint_complete(step) once saved."""
+        path = checkpoint_path(self.run_dir, step)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def checkpoint_complete(self, step: int, **info: Any) -> Path:
+        """Mark the checkpoint of `step` complete (evaluator and dashboard ignore unmarked ones)."""
+        return mark_checkpoint_complete(checkpoint_path(self.run_dir, step), step=int(step), **info)
+
+    # ---- status ----
+    def close(self, status: str = "completed", error: str | None = None) -> None:
+        """Compact scalars and record the final status ("completed", "failed" or "interrupted")."""
+        if self._closed:
+            return
+        if status not in STATUSES or status == "running":
+            raise ValueError(f"close status must be one of {STATUSES[1:]}, got {status!r}")
+        self.compact()
+        self.manifest.status, self.manifest.ended_at, self.manifest.error = status, utc_now(), error
+        self._write_manifest()
+        self._closed = True
+
+    def __enter__(self) -> "RunWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close("completed")
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.close("interrupted", "KeyboardInterrupt")
+        else:
+            self.close("failed", f"{exc_type.__name__}: {exc}")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self.run_dir}: writer is closed")
+
+    def _write_manifest(self) -> None:
+        data = json.dumps(self.manifest.to_dict(), indent=1, default=_json_default).encode()
+        atomic_write_bytes(self.run_dir / MANIFEST, data, self.fsync)
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "item"):
+        return v.item()
+    if isinstance(v, (Path,)):
+        return str(v)
+    if isinstance(v, (set, tuple)):
+        return list(v)
+    raise TypeError(f"manifest value of type {type(v).__name__} is not JSON-serialisable: {v!r}")
+

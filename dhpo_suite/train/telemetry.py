@@ -1,0 +1,261 @@
+"""Per-step telemetry on the training device: ObjectiveOutput micro-batches -> one mergeable StepRecord.
+
+    acc = TelemetryAccumulator(TelemetrySpec(max_response_length=4096), decode=token_decoder(tokenizer))
+    acc.add_rollout(rewards, lengths, truncated, group_size, response_ids=rids)   # once per step (per rank)
+    for micro in micro_batches:                                                   # every update pass
+        out = objective(lp, old_lp, adv, mask, entropy)
+        acc.add_update(out, response_ids=micro.rids, token_ids=micro.tokens, old_log_prob=old_lp, epoch=e)
+    record = acc.to_record(step, grad_norm=gn, lr=lr)                             # RunWriter.write_step(record)
+
+Counts and sums stay on the device between micro-batches (fixed-bin histograms via index_add_, no host
+sync); outlier and sample candidates (a few rows) come to the host each micro-batch. Which passes count:
+TelemetrySpec.epochs = "all" (default: every PPO pass, counts are token-passes, like verl's pg_clipfrac
+averaged over mini-batches) or "first" (epoch 0 only). Samples keep the latest epoch seen per response.
+
+Across data-parallel ranks: `acc.state()` is a numpy TelemetryState; `.to_bytes()` ships it, `merge` adds it
+(exact for counts, histograms, percentiles, outliers and samples), `reduce_across_ranks` does both with
+torch.distributed. Response ids must be unique within a step across ranks; the group of a response is
+response_id // group_size (use response_id = prompt_index * group_size + j).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from dhpo_suite.runs.bins import TelemetrySpec, entropy_coarse_edges
+from dhpo_suite.runs.records import StepRecord
+from dhpo_suite.runs.state import Decode, TelemetryState
+from dhpo_suite.train.objectives.output import ObjectiveOutput
+from dhpo_suite.train.telemetry_select import offer_outliers, offer_samples
+
+__all__ = ["TelemetryAccumulator", "TelemetrySpec", "TelemetryState", "reduce_across_ranks", "token_decoder"]
+
+_SIGN_NAMES = ("pos", "neg", "zero")
+ENTROPY_LOW = 0.01  # nats: the "collapsed token" threshold of entropy/frac_below_0.01
+
+
+class TelemetryAccumulator:
+    """Accumulates one step's telemetry (one rank). See the module docstring for the call sequence."""
+
+    def __init__(self, spec: TelemetrySpec | None = None, *, decode: Decode | None = None):
+        self.spec = spec or TelemetrySpec()
+        self.decode = decode
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new step."""
+        self._state = TelemetryState(self.spec)
+        self._dev: dict[str, torch.Tensor] = {}
+        self._edges: dict[tuple[str, str], torch.Tensor] = {}
+
+    # ---- inputs ----
+    @torch.no_grad()
+    def add_update(
+        self,
+        output: ObjectiveOutput,
+        *,
+        response_ids: torch.Tensor | Sequence[int],
+        token_ids: torch.Tensor | None = None,
+        token_texts: Sequence[Sequence[str]] | None = None,
+        log_prob: torch.Tensor | None = None,
+        old_log_prob: torch.Tensor | None = None,
+        epoch: int = 0,
+    ) -> None:
+        """Record one micro-batch of one update pass.
+
+        output: the objective's result, tensors (B, T) with response token t at column t.
+        response_ids: (B,) ints, unique within the step across ranks.
+        token_ids (B, T) or token_texts (B lists of T strings): for outlier context and sample text.
+        log_prob / old_log_prob (B, T): for samples; log_prob defaults to old_log_prob + log_ratio.
+        epoch: PPO pass index (0-based); ignored entirely when spec.epochs == "first" and epoch > 0.
+        """
+        if self.spec.epochs == "first" and epoch > 0:
+            return
+        mask = output.response_mask.bool()
+        if mask.dim() != 2:
+            raise ValueError(f"response_mask must be (B, T), got shape {tuple(mask.shape)}")
+        rids = torch.as_tensor(response_ids, dtype=torch.int64).reshape(-1).cpu()
+        if rids.numel() != mask.shape[0]:
+            raise ValueError(f"response_ids has {rids.numel()} entries for a batch of {mask.shape[0]} rows")
+        for name, br in output.branches.items():
+            self._state.set_bounds(name, br.low, br.high)
+        self._add_token_stats(output, mask)
+        self._add_histograms(output, mask)
+        if self.spec.top_k:
+            offer_outliers(self._state, output, mask, rids, token_ids, token_texts, epoch)
+        if self.spec.n_samples:
+            if log_prob is None and old_log_prob is not None:
+                log_prob = old_log_prob + output.log_ratio
+            offer_samples(self._state, output, mask, rids, token_ids, token_texts, log_prob, old_log_prob, epoch)
+
+    def add_rollout(
+        self,
+        rewards: Any,
+        lengths: Any,
+        truncated: Any,
+        group_size: int,
+        *,
+        response_ids: Any = None,
+        correct: Any = None,
+    ) -> None:
+        """Per-response facts of the step's rollout (N,): reward, length in tokens, truncated flag.
+
+        `correct` defaults to reward > spec.correct_threshold; `response_ids` default to 0..N-1.
+        """
+        rewards = _np(rewards, np.float64)
+        n = len(rewards)
+        lengths, truncated = _np(lengths, np.int64), _np(truncated, bool)
+        rids = np.arange(n, dtype=np.int64) if response_ids is None else _np(response_ids, np.int64)
+        correct = rewards > self.spec.correct_threshold if correct is None else _np(correct, bool)
+        for name, arr in (("lengths", lengths), ("truncated", truncated), ("response_ids", rids), ("correct", correct)):
+            if arr.shape != (n,):
+                raise ValueError(f"add_rollout: {name} has shape {arr.shape}, expected ({n},) like rewards")
+        if group_size < 1:
+            raise ValueError(f"add_rollout: group_size must be >= 1, got {group_size}")
+        self._state.add_responses(
+            response_id=rids, reward=rewards, length=lengths, truncated=truncated,
+            correct=correct, group_size=np.full(n, int(group_size), dtype=np.int64),
+        )
+
+    # ---- outputs ----
+    def state(self) -> TelemetryState:
+        """The numpy partial of this rank (moves device counters to the host); keeps accumulating after."""
+        for key, t in self._dev.items():
+            kind, name = key.split(":", 1)
+            if kind == "h":
+                self._state.add_hist(name, t.cpu().numpy())
+            elif kind == "c":
+                self._state.add_count(name, int(t))
+            elif kind == "s":
+                self._state.add_sum(name, float(t))
+            elif kind == "min":
+                self._state.add_extrema(name, float(t), float(self._dev[f"max:{name}"]))
+        self._dev = {}
+        return self._state
+
+    def merge(self, other: "TelemetryAccumulator | TelemetryState") -> "TelemetryAccumulator":
+        """Add another rank's accumulator or (deserialised) state into this one; returns self."""
+        theirs = other.state() if isinstance(other, TelemetryAccumulator) else other
+        self.state().merge(theirs)
+        return self
+
+    def to_record(
+        self, step: int, grad_norm: float | None = None, lr: float | None = None, extra: dict | None = None
+    ) -> StepRecord:
+        """The StepRecord of everything added (and merged) so far."""
+        gn = None if grad_norm is None else float(grad_norm)
+        return self.state().to_record(step, grad_norm=gn, lr=lr, decode=self.decode, extra=extra)
+
+    # ---- device-side reductions ----
+    def _add(self, kind: str, name: str, value: torch.Tensor) -> None:
+        key = f"{kind}:{name}"
+        old = self._dev.get(key)
+        if old is None:
+            self._dev[key] = value.clone()
+        elif kind == "min":
+            self._dev[key] = torch.minimum(old, value)
+        elif kind == "max":
+            self._dev[key] = torch.maximum(old, value)
+        else:
+            self._dev[key] = old + value
+
+    def _add_token_stats(self, out: ObjectiveOutput, mask: torch.Tensor) -> None:
+        m = mask
+        count = lambda b: b.logical_and(m).sum()  # noqa: E731
+        total = lambda x: torch.where(m, x.double(), 0.0).sum()  # noqa: E731
+        self._add("c", "tokens", m.sum())
+        self._add("c", "nonfinite", out.nonfinite.reshape(()).long())
+        self._add("s", "loss", total(out.loss_mat))
+        lr = out.log_ratio.double()
+        self._add("s", "kl_k1", total(-lr))
+        self._add("s", "kl_k3", total(torch.expm1(lr) - lr))
+        adv = out.advantages.double()
+        self._add("s", "adv", total(adv))
+        self._add("s", "adv_sq", total(adv * adv))
+        self._add("c", "adv_pos", count(adv > 0))
+        self._add("c", "adv_neg", count(adv < 0))
+        self._add("min", "adv", torch.where(m, adv, torch.inf).min())
+        self._add("max", "adv", torch.where(m, adv, -torch.inf).max())
+        for b, br in out.branches.items():
+            self._add("s", f"ratio/{b}", total(br.ratio))
+            for side in ("outside_low", "outside_high", "binding_low", "binding_high"):
+                self._add("c", f"clip/{b}/{side}", count(getattr(br, side)))
+        if out.entropy is not None:
+            self._add("c", "entropy_tokens", m.sum())
+            self._add("s", "entropy", total(out.entropy))
+            self._add("c", f"entropy_below_{ENTROPY_LOW}", count(out.entropy < ENTROPY_LOW))
+        if out.mix_weight is not None:
+            self._add("c", "w_tokens", m.sum())
+            self._add("s", "w", total(out.mix_weight))
+
+    def _bins(self, name: str, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """Bin index of every element of x (bins [e_i, e_i+1), out-of-range values in the end bins)."""
+        key = (name, str(x.device))
+        if key not in self._edges:
+            if name == "entropy_coarse":
+                edges = entropy_coarse_edges()
+            elif name == "position":
+                edges = self._state.edges("entropy_x_position")[1]
+            else:
+                edges = self._state.edges(name)[0]
+            self._edges[key] = torch.as_tensor(edges[1:-1], dtype=torch.float64, device=x.device)
+        inner = self._edges[key]
+        return torch.bucketize(x.double(), inner, right=True), inner.numel() + 1
+
+    def _hist(self, name: str, idx: torch.Tensor, n: int, mask: torch.Tensor) -> None:
+        """Add counts of idx (masked-out elements go to a dropped overflow slot: no host sync)."""
+        idx = torch.where(mask, idx, n).reshape(-1)
+        counts = torch.zeros(n + 1, dtype=torch.int64, device=idx.device)
+        counts.index_add_(0, idx, torch.ones_like(idx))
+        self._add("h", name, counts[:n])
+
+    def _add_histograms(self, out: ObjectiveOutput, mask: torch.Tensor) -> None:
+        sign = torch.where(out.advantages > 0, 0, torch.where(out.advantages < 0, 1, 2))
+        for b, br in out.branches.items():
+            idx, n = self._bins(f"log_ratio/{b}/pos", torch.log(br.ratio.double().clamp_min(1e-300)))
+            for s, sname in enumerate(_SIGN_NAMES):
+                self._hist(f"log_ratio/{b}/{sname}", idx, n, mask & (sign == s))
+        if out.mix_weight is not None:
+            idx, n = self._bins("w", out.mix_weight)
+            self._hist("w", idx, n, mask)
+        if out.entropy is None:
+            return
+        idx, n = self._bins("entropy", out.entropy)
+        self._hist("entropy", idx, n, mask)
+        ie, ne = self._bins("entropy_coarse", out.entropy)
+        pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+        ip, npos = self._bins("position", pos.double())
+        self._hist("entropy_x_position", ie * npos + ip, ne * npos, mask)
+        tok = out.branches["token"].ratio.double().clamp_min(1e-300).log()
+        il, nl = self._bins("log_ratio/token/pos", tok)
+        self._hist("entropy_x_log_ratio", ie * nl + il, ne * nl, mask)
+
+
+def _np(x: Any, dtype) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x).astype(dtype).reshape(-1)
+
+
+def token_decoder(tokenizer) -> Decode:
+    """A Decode callback for a Hugging Face tokenizer: each id decoded on its own (readable pieces)."""
+    return lambda ids: tokenizer.batch_decode([[int(i)] for i in ids])
+
+
+def reduce_across_ranks(acc: TelemetryAccumulator, group=None, dst: int = 0) -> TelemetryState | None:
+    """Gather every rank's state on `dst` (torch.distributed) and merge them; None on other ranks."""
+    import torch.distributed as dist
+
+    blob = acc.state().to_bytes()
+    rank = dist.get_rank(group)
+    gathered = [None] * dist.get_world_size(group) if rank == dst else None
+    dist.gather_object(blob, gathered, dst=dst, group=group)
+    if rank != dst:
+        return None
+    merged = TelemetryState(acc.spec)
+    for b in gathered:
+        merged.merge(TelemetryState.from_bytes(b))
+    return merged

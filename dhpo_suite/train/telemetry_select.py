@@ -1,0 +1,171 @@
+"""Outlier tokens and sample responses: pick a few rows of a micro-batch and bring them to the host.
+
+Both selections are exact under merging. Outliers: per branch, the top-K valid tokens outside the trust
+region under the total order (log-space distance desc, response id, position, epoch); within a micro-batch
+one torch.topk over an int64 key packing (float32 distance bits, rank of (response id, position)) gives the
+same order. Samples: the n responses with the smallest splitmix64(response id) key.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from dhpo_suite.runs.records import CLIP_FLAG_BITS
+from dhpo_suite.runs.state import TelemetryState, sample_key
+from dhpo_suite.train.objectives.output import Branch, ObjectiveOutput
+
+__all__ = ["offer_outliers", "offer_samples", "clip_codes"]
+
+_LOW32 = 0xFFFFFFFF
+
+
+def _distance(br: Branch) -> torch.Tensor:
+    """(B, T) float32 log-space distance outside [low, high]; 0 inside or when not outside."""
+    logr = br.ratio.float().clamp_min(1e-30).log()
+    lo, hi = math.log(max(br.low, 1e-30)), math.log(br.high)  # low=0: one-sided (CISPO)
+    d = torch.where(br.outside_low, lo - logr, torch.where(br.outside_high, logr - hi, 0.0))
+    return d.clamp_min(0.0)
+
+
+def _key(dist: torch.Tensor, local: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """int64 key ordering by (distance desc, local rank asc); -1 where not valid. dist >= 0 float32."""
+    bits = dist.float().contiguous().view(torch.int32).long()
+    key = (bits << 32) | (_LOW32 - local)
+    return torch.where(valid, key, -1)
+
+
+def offer_outliers(
+    st: TelemetryState,
+    out: ObjectiveOutput,
+    mask: torch.Tensor,
+    rids: torch.Tensor,
+    token_ids: torch.Tensor | None,
+    token_texts: Sequence[Sequence[str]] | None,
+    epoch: int,
+) -> None:
+    B, T = mask.shape
+    dev = mask.device
+    rank = torch.empty(B, dtype=torch.int64)
+    rank[torch.argsort(rids, stable=True)] = torch.arange(B)
+    rank = rank.to(dev)
+    for name, br in out.branches.items():
+        if br.low is None or br.high is None:
+            continue
+        dist = _distance(br)
+        outside = br.outside_low | br.outside_high
+        if name == "sequence":  # one ratio per response: pick the row, point at its most-moved token
+            rows_key = _key(dist.amax(-1), rank, outside.any(-1))
+            k = min(st.spec.top_k, B)
+            keys, rows = rows_key.topk(k)
+            pos = torch.where(mask, out.log_ratio.abs(), -1.0).argmax(-1)[rows]
+        else:
+            local = rank[:, None] * T + torch.arange(T, device=dev)
+            k = min(st.spec.top_k, B * T)
+            keys, flat = _key(dist, local, outside).reshape(-1).topk(k)
+            rows, pos = flat // T, flat % T
+        keep = keys >= 0
+        rows, pos = rows[keep], pos[keep]
+        if rows.numel():
+            st.offer_outliers(name, _outlier_rows(out, br, dist, mask, rows, pos, rids, token_ids, token_texts,
+                                                 epoch, st.spec.context_tokens))
+
+
+def _outlier_rows(out, br, dist, mask, rows, pos, rids, token_ids, token_texts, epoch, n_ctx) -> list[dict]:
+    """Host-side dicts for the selected (row, pos) tokens, with ±n_ctx tokens of context."""
+    vals = {
+        "distance": dist[rows, pos].double(),
+        "log_ratio": br.ratio[rows, pos].double().clamp_min(1e-300).log(),
+        "binding": (br.binding_low | br.binding_high)[rows, pos].double(),
+        "low": br.outside_low[rows, pos].double(),
+        "advantage": out.advantages[rows, pos].double(),
+        "length": mask[rows].long().cumsum(-1).argmax(-1).double() + 1,  # last valid index + 1
+    }
+    if out.entropy is not None:
+        vals["entropy"] = out.entropy[rows, pos].double()
+    if out.mix_weight is not None:
+        vals["w"] = out.mix_weight[rows, pos].double()
+    host = {k: v.cpu().tolist() for k, v in vals.items()}
+    rows_l, pos_l = rows.cpu().tolist(), pos.cpu().tolist()
+    ids_rows = None if token_ids is None else token_ids[rows].cpu().tolist()
+    result = []
+    for i, (r, p) in enumerate(zip(rows_l, pos_l)):
+        end = int(host["length"][i])
+        a, b = max(0, p - n_ctx), min(end, p + 1 + n_ctx)
+        c = {
+            "side": "low" if host["low"][i] else "high",
+            "distance": host["distance"][i],
+            "log_ratio": host["log_ratio"][i],
+            "binding": bool(host["binding"][i]),
+            "response_id": int(rids[r]),
+            "position": p,
+            "epoch": int(epoch),
+            "advantage": host["advantage"][i],
+            "entropy": host["entropy"][i] if "entropy" in host else None,
+            "w": host["w"][i] if "w" in host else None,
+            "token_id": None if ids_rows is None else int(ids_rows[i][p]),
+        }
+        if token_texts is not None:
+            c.update(token_text=str(token_texts[r][p]), ctx_left_text=list(token_texts[r][a:p]),
+                     ctx_right_text=list(token_texts[r][p + 1 : b]))
+        if ids_rows is not None:
+            c.update(ctx_left_ids=ids_rows[i][a:p], ctx_right_ids=ids_rows[i][p + 1 : b])
+        result.append(c)
+    return result
+
+
+def clip_codes(br: Branch) -> torch.Tensor:
+    """(B, T) int8 bit set of CLIP_FLAG_BITS for one branch."""
+    code = torch.zeros(br.ratio.shape, dtype=torch.int8, device=br.ratio.device)
+    for name, bit in CLIP_FLAG_BITS.items():
+        code |= getattr(br, name).to(torch.int8) * bit
+    return code
+
+
+def offer_samples(
+    st: TelemetryState,
+    out: ObjectiveOutput,
+    mask: torch.Tensor,
+    rids: torch.Tensor,
+    token_ids: torch.Tensor | None,
+    token_texts: Sequence[Sequence[str]] | None,
+    log_prob: torch.Tensor | None,
+    old_log_prob: torch.Tensor | None,
+    epoch: int,
+) -> None:
+    rows = [r for r, rid in enumerate(rids.tolist()) if st.would_keep_sample(rid, epoch)]
+    if not rows:
+        return
+    idx = torch.as_tensor(rows, device=mask.device)
+    m = mask[idx]
+    ends = (m.long().cumsum(-1).argmax(-1) + 1).cpu().tolist()
+    first = m.long().argmax(-1)
+    adv = out.advantages[idx].gather(1, first[:, None])[:, 0].double().cpu().tolist()
+    arrays = {
+        "log_prob": log_prob,
+        "old_log_prob": old_log_prob,
+        "entropy": out.entropy,
+        "w": out.mix_weight,
+        "token_ratio": out.branches["token"].ratio,
+        "seq_ratio": out.branches["sequence"].ratio,
+        "mixed_ratio": out.branches["mixed"].ratio if "mixed" in out.branches else None,
+    }
+    host = {k: None if v is None else v[idx].float().cpu() for k, v in arrays.items()}
+    for b in ("token", "sequence", "mixed"):
+        host[f"clip_{b}"] = clip_codes(out.branches[b])[idx].cpu() if b in out.branches else None
+    ids = None if token_ids is None else token_ids[idx].cpu()
+    for i, r in enumerate(rows):
+        rid, end = int(rids[r]), ends[i] if m[i].any() else 0
+        cand = {
+            "response_id": rid,
+            "epoch": int(epoch),
+            "key": sample_key(rid, st.spec.sample_seed),
+            "advantage": adv[i],
+            "length": int(m[i].sum()),
+            "token_id": None if ids is None else ids[i, :end].tolist(),
+            "token_text": None if token_texts is None else [str(t) for t in token_texts[r][:end]],
+        }
+        cand.update({k: None if v is None else v[i, :end].tolist() for k, v in host.items()})
+        st.offer_sample(cand)
