@@ -1,12 +1,112 @@
-"""`dhpo-suite grade FILE.jsonl` (filled in by the evaluator issue)."""
+"""`dhpo-suite grade FILE.jsonl`: grade a JSONL file of responses with the sandboxed grader."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import typer
+
+__all__ = ["read_rows", "register"]
+
+
+class RowError(ValueError):
+    """A bad input row; the message names the file, the line and the field."""
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help="Grade a JSONL file of responses (not built yet).")
-    def grade() -> None:
-        typer.echo("dhpo-suite grade: not built yet.", err=True)
-        raise typer.Exit(1)
+    @app.command(help="Grade a JSONL file: rows with `response` and `answer` (optional `answer_alt`, "
+                      "`bench`). Writes each row plus extracted, correct, grader_status, grader_reason.")
+    def grade(
+        file: Path = typer.Argument(..., help="JSONL input, one object per line."),
+        out: Path = typer.Option(None, "--out", "-o", help="Output JSONL (default: FILE.graded.jsonl)."),
+        bench: str = typer.Option(None, "--bench", help="Benchmark name for rows without `bench`."),
+        workers: int = typer.Option(2, help="Grader worker processes."),
+        timeout: float = typer.Option(5.0, help="Wall-clock seconds per item before its worker is killed."),
+    ) -> None:
+        try:
+            rows = read_rows(file)
+        except (RowError, OSError) as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        target = out or file.with_name(file.name.removesuffix(".jsonl") + ".graded.jsonl")
+        verdicts = _grade_rows(rows, bench, workers, timeout)
+        _write(target, rows, verdicts)
+        _summary(verdicts, target)
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Rows of a JSONL file, checked: `response` (str), `answer` (str or number), optional
+    `answer_alt` (str or list of str) and `bench` (str). Blank lines are skipped."""
+    if not path.is_file():
+        raise RowError(f"{path}: no such file")
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                rows.append(_check_row(line, f"{path}:{number}"))
+    if not rows:
+        raise RowError(f"{path}: no rows")
+    return rows
+
+
+def _check_row(line: str, where: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise RowError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(row, dict):
+        raise RowError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for field in ("response", "answer"):
+        if field not in row:
+            raise RowError(f"{where}: missing field '{field}'")
+    if not isinstance(row["response"], str):
+        raise RowError(f"{where}: field 'response' must be a string, got {type(row['response']).__name__}")
+    answer = row["answer"]
+    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+        raise RowError(f"{where}: field 'answer' must be a string or a number, got {answer!r:.60}")
+    alt = row.get("answer_alt")
+    if alt is not None and not (isinstance(alt, str) or (
+            isinstance(alt, list) and all(isinstance(a, str) for a in alt))):
+        raise RowError(f"{where}: field 'answer_alt' must be a string or a list of strings")
+    if row.get("bench") is not None and not isinstance(row["bench"], str):
+        raise RowError(f"{where}: field 'bench' must be a string")
+    return row
+
+
+def _golds(row: dict) -> list[str]:
+    alt = row.get("answer_alt") or []
+    return [str(row["answer"])] + ([alt] if isinstance(alt, str) else list(alt))
+
+
+def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: float):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from dhpo_suite.grading.pool import GraderPool
+
+    items = [(row["response"], _golds(row), row.get("bench") or bench) for row in rows]
+    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, transient=True) as bar, GraderPool(workers, timeout) as pool:
+        task = bar.add_task("grading", total=len(items))
+        return pool.grade_many(items, progress=lambda done, _: bar.update(task, completed=done))
+
+
+def _write(target: Path, rows: list[dict], verdicts) -> None:
+    """Atomic write: a crash never leaves a half-written output."""
+    temp = target.with_name(target.name + ".tmp")
+    with temp.open("w", encoding="utf-8") as handle:
+        for row, verdict in zip(rows, verdicts, strict=True):
+            record = {**row, "extracted": verdict.extracted, "correct": verdict.correct,
+                      "grader_status": verdict.status, "grader_reason": verdict.reason}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(temp, target)
+
+
+def _summary(verdicts, target: Path) -> None:
+    total = len(verdicts)
+    correct = sum(v.correct for v in verdicts)
+    counts = {s: sum(v.status == s for v in verdicts) for s in ("no_answer", "timeout", "error")}
+    typer.echo(f"accuracy {correct / total:.4f} ({correct}/{total}); timeouts {counts['timeout']}; "
+               f"no answer {counts['no_answer']}; errors {counts['error']}; wrote {target}")

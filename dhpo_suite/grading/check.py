@@ -1,0 +1,166 @@
+"""Grading one response against its accepted golds. Runs ONLY inside a worker process.
+
+Pipeline per gold (first match wins): extract → normalise both sides → identical strings → word
+answers compared as text → number literals under the tolerance policy (`tolerance.py`) → LaTeX parsed
+by math-verify (antlr4 4.13.2, see `runtime.py`) and compared numerically (numeric gold) or by
+`math_verify.verify` (expressions, tuples, intervals, sets, equations). Only LaTeX extraction is
+used: math-verify's plain-expression mode calls sympy's `parse_expr`, which evaluates Python.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from functools import lru_cache
+
+from dhpo_suite.grading.extract import extract_answer
+from dhpo_suite.grading.normalize import (
+    has_percent,
+    is_text_answer,
+    normalize,
+    strip_assignment,
+    text_key,
+)
+from dhpo_suite.grading.tolerance import Num, numbers_match, parse_number
+
+__all__ = ["MAX_ANSWER_CHARS", "grade_one", "warm_up"]
+
+MAX_ANSWER_CHARS = 2000  # the longest real gold is ~300 characters; longer "answers" are rambling
+Result = tuple[bool, "str | None", str, str]
+
+
+def grade_one(response: str, golds: list[str], bench: str | None = None) -> Result:
+    """(correct, extracted, status, reason) for one response; `golds` are all accepted forms."""
+    extracted = extract_answer(response)
+    if extracted is None:
+        return False, None, "no_answer", "no \\boxed{} answer, answer phrase or number in the response"
+    if len(extracted) > MAX_ANSWER_CHARS:
+        return False, extracted[:MAX_ANSWER_CHARS], "ok", (
+            f"extracted answer has {len(extracted)} characters (> {MAX_ANSWER_CHARS}); not parsed"
+        )
+    reasons = []
+    for gold in golds:
+        correct, reason = match(extracted, gold)
+        if correct:
+            return True, extracted, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else "")
+        reasons.append(reason)
+    return False, extracted, "ok", reasons[0]
+
+
+def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
+    """(match, reason) for one extracted answer against one gold."""
+    gold, pred = normalize(gold_raw), normalize(pred_raw)
+    if "=" not in gold:
+        pred = strip_assignment(pred)
+    if not gold:
+        return False, "gold is empty after normalisation"
+    if not pred:
+        return False, "extracted answer is empty after normalisation"
+    if pred == gold:
+        return True, f"identical after normalisation: {pred!r}"
+    if _is_word_gold(gold_raw, gold):
+        same = text_key(pred) == text_key(gold)
+        return same, f"word answer {'equals' if same else 'differs from'} gold {gold!r}"
+    gold_num, pred_num = parse_number(gold), parse_number(pred)
+    if gold_num and pred_num:
+        return _numbers(gold_num, pred_num, gold_raw, pred_raw)
+    return _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw)
+
+
+def _numbers(gold: Num, pred: Num, gold_raw: str, pred_raw: str) -> tuple[bool, str]:
+    """Numeric comparison, also trying the percent reading (`8\\%` = 0.08) of either side."""
+    correct, reason = numbers_match(gold, pred)
+    if correct:
+        return correct, reason
+    if has_percent(gold_raw) and not has_percent(pred_raw):
+        hundredth = Num(gold.value / 100, gold.ulp and gold.ulp / 100, gold.sig, gold.text + "%")
+        if numbers_match(hundredth, pred)[0]:
+            return True, f"{pred.text} equals the percentage {gold.text}% as a fraction"
+    if has_percent(pred_raw) and not has_percent(gold_raw):
+        hundredth = Num(pred.value / 100, pred.ulp and pred.ulp / 100, pred.sig, pred.text + "%")
+        if numbers_match(gold, hundredth)[0]:
+            return True, f"the percentage {pred.text}% equals {gold.text}"
+    return correct, reason
+
+
+def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool, str]:
+    gold_expr = parse_latex(gold)
+    if gold_expr is None:
+        return False, f"gold {gold!r} is not parseable by math-verify; strings differ"
+    pred_expr = parse_latex(pred)
+    if pred_expr is None:
+        return False, f"prediction {pred!r} is not parseable by math-verify"
+    if gold_num is not None:
+        value = numeric_value(pred_expr)
+        if value is None:
+            return False, f"prediction {pred!r} is not a real number (gold {gold!r} is)"
+        return _numbers(gold_num, Num(value, None, 0, pred), gold_raw, pred_raw)
+    if pred_num is not None and not pred_num.exact:
+        value = numeric_value(gold_expr)
+        if value is not None:
+            return numbers_match(Num(value, None, 0, gold), pred_num)
+    return _verify(gold_expr, pred_expr, gold, pred)
+
+
+def _verify(gold_expr, pred_expr, gold: str, pred: str) -> tuple[bool, str]:
+    from math_verify import verify
+
+    same = verify([gold_expr], [pred_expr], timeout_seconds=None, raise_on_error=True)
+    verb = "equivalent to" if same else "not equivalent to"
+    return same, f"math-verify: {pred!r} {verb} gold {gold!r}"
+
+
+@lru_cache(maxsize=8192)
+def parse_latex(text: str):
+    """The sympy object math-verify reads from `\\boxed{text}`, or None (LaTeX extraction only)."""
+    from math_verify import LatexExtractionConfig, parse
+    from sympy import Basic, MatrixBase
+
+    parsed = parse(
+        "\\boxed{" + text + "}",
+        extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
+        fallback_mode="no_fallback",
+        parsing_timeout=None,
+    )
+    for item in parsed:
+        if isinstance(item, (Basic, MatrixBase)):
+            return item
+    return None
+
+
+def numeric_value(expr) -> Fraction | None:
+    """Exact Fraction for a rational sympy number, a 50-digit value for a real irrational one."""
+    from sympy import Expr
+
+    if not isinstance(expr, Expr) or not expr.is_number:
+        return None
+    if expr.is_Rational:
+        return Fraction(int(expr.p), int(expr.q))
+    value = expr.evalf(50)
+    if not value.is_real or not value.is_finite:
+        return None
+    try:
+        return Fraction(Decimal(str(value)))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def warm_up() -> None:
+    """Import and exercise math-verify once so the first real item is not slow."""
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    import math_verify.grader
+    import math_verify.parser
+
+    math_verify.parser.TIMEOUT_WARNING_SHOWN = True  # the pool enforces the time limit itself
+    math_verify.grader.TIMEOUT_WARNING_SHOWN = True
+    match("\\frac{1}{2}", "\\sqrt{\\frac{1}{4}}")
+
+
+def _is_word_gold(gold_raw: str, gold: str) -> bool:
+    """`\\text{Evelyn}`, `\\text{(C)}` or a bare word of 4+ letters (`east`); not `x y` (a product)."""
+    wrapped = re.fullmatch(r"\s*\$?\\(?:text|textbf|mathrm)\s*\{[^{}]*\}\$?\s*", gold_raw)
+    if not is_text_answer(gold):
+        return False
+    return bool(wrapped) or bool(re.search(r"[A-Za-z]{4,}", gold))

@@ -1,0 +1,117 @@
+"""Normalisation of gold and predicted answers: string rewrites only (nothing is parsed or evaluated).
+
+Both sides go through `normalize`; the prediction additionally through `strip_assignment` when the
+gold is not an equation. The rules, in order (docs/grading.md lists them with examples):
+unicode math → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
+(`\\,` `\\!` `\\;` `\\quad` `~`); `\\left`/`\\right`; `\\dfrac`/`\\tfrac` → `\\frac`; `\\frac12` →
+`\\frac{1}{2}`; a whole-answer `\\text{..}`/`\\textbf{..}`/`\\mathrm{..}` unwrapped; trailing units
+(`\\text{ cm}^2`, "45 minutes", "km/h"); degrees (`^\\circ`, `°`, "degrees"); dollar signs;
+percent signs (remembered, see `has_percent`); `{,}` → `,`; thousands separators in a plain number
+(`58,500` → `58500`, `1 000` → `1000`); trailing punctuation; computer e-notation inside an
+expression (`4.5e33` → `4.5\\times10^{33}`, because math-verify 0.9.0 reads `4.5e33` as 4.5·e·33).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["has_percent", "is_text_answer", "normalize", "strip_assignment", "text_key"]
+
+_UNICODE = {
+    "\u2212": "-", "\u2013": "-", "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ",
+    "\u221a": "\\sqrt", "\u03c0": "\\pi ", "\u2264": "\\le ", "\u2265": "\\ge ", "\u221e": "\\infty ",
+    "\u00b0": "^\\circ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
+}
+_UNITS_LONG = (
+    "cm|mm|km|km/h|kmh|m/s|mph|kph|inch|inches|in|ft|feet|foot|yd|yard|yards|mile|miles|"
+    "kg|mg|lb|lbs|pound|pounds|ounce|ounces|oz|sec|second|seconds|min|mins|minute|minutes|hr|hrs|"
+    "hour|hours|day|days|week|weeks|month|months|year|years|dollar|dollars|cent|cents|"
+    "unit|units|meter|meters|metre|metres|square\\s+units|sq\\s+units|people|students|cookies"
+)
+_NUMBER = r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)"
+_TEXT_WRAP_RE = re.compile(r"^\\(?:text|textbf|textrm|mathrm|mathbf|mbox|rm)\s*\{([^{}]*)\}$")
+_TRAILING_TEXT_RE = re.compile(
+    r"(?<=\S)\s*\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$"
+)
+_TRAILING_UNIT_RE = re.compile(rf"(?<=[\d}}])\s*(?:{_UNITS_LONG})(?:\s*\^\s*\{{?\d\}}?)?\s*$")
+_SHORT_UNIT_RE = re.compile(rf"^({_NUMBER})\s*(?:m|s|g|h)(?:\^\{{?\d\}}?)?$")
+_DEGREES_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*\bdegrees?\b")
+_THOUSANDS_RE = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_SPACED_THOUSANDS_RE = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+_E_NOTATION_RE = re.compile(r"(?<![\w.\\])(\d+(?:\.\d*)?|\.\d+)[eE]([-+]?\d+)(?![\w.])")
+_ASSIGNMENT_RE = re.compile(
+    r"^(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?\s*=\s*(?=[^=]*$)"
+)
+
+
+def normalize(answer: str) -> str:
+    """The answer with presentation-only differences removed (see the module docstring)."""
+    s = answer.strip()
+    for char, latex in _UNICODE.items():
+        s = s.replace(char, latex)
+    s = _strip_delimiters(s)
+    s = re.sub(r"(?<!\\)\\(?:,|!|;|:|quad|qquad|\s)|~", " ", s)  # not `\\` (a row break)
+    s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*", "", s)
+    s = re.sub(r"\\[dt]frac", r"\\frac", s)
+    s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
+    s = _strip_units(s)
+    s = _DEGREES_RE.sub("", s)
+    s = s.replace("\\$", "").replace("$", "").replace("\\%", "").replace("%", "")
+    s = s.replace("{,}", ",")
+    s = re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"(?:[.;:?,]|\\\.)+$", "", s).strip()
+    if _THOUSANDS_RE.match(s):
+        s = s.replace(",", "")
+    elif _SPACED_THOUSANDS_RE.match(s):
+        s = s.replace(" ", "")
+    s = _E_NOTATION_RE.sub(r"\1\\times10^{\2}", s) if not _is_plain_e_number(s) else s
+    return s
+
+
+def has_percent(answer: str) -> bool:
+    """True when the answer is written with a percent sign (`8\\%`, `8%`)."""
+    return "%" in answer
+
+
+def strip_assignment(pred: str) -> str:
+    """`x = 5` → `5`, `f(x) = x+1` → `x+1`: the variable name is presentation when the gold has none."""
+    return _ASSIGNMENT_RE.sub("", pred, count=1)
+
+
+def is_text_answer(normalized: str) -> bool:
+    """A word answer (`Evelyn`, `east`, `(C)`): compared as text, never parsed (E·v·e·l·y·n ≠ a name)."""
+    return bool(re.fullmatch(r"[A-Za-z]+(?: [A-Za-z]+)*", normalized.strip("() ")))
+
+
+def text_key(normalized: str) -> str:
+    """Key for comparing word answers: case, spaces and enclosing parentheses ignored."""
+    return re.sub(r"\s+", "", normalized.strip("() ")).casefold()
+
+
+def _strip_delimiters(s: str) -> str:
+    s = re.sub(r"\\displaystyle\s*", "", s)
+    for pattern in (r"^\$\$(.*)\$\$$", r"^\$(.*)\$$", r"^\\\((.*)\\\)$", r"^\\\[(.*)\\\]$"):
+        match = re.match(pattern, s, re.DOTALL)
+        if match:
+            s = match.group(1).strip()
+    while True:
+        match = _TEXT_WRAP_RE.match(s)
+        if not match:
+            return s
+        s = match.group(1).strip()
+
+
+def _strip_units(s: str) -> str:
+    for _ in range(3):  # "5 \text{ m}\text{/s}" has two trailing groups
+        stripped = _TRAILING_TEXT_RE.sub("", s)
+        stripped = _TRAILING_UNIT_RE.sub("", stripped)
+        if stripped == s or not stripped.strip():
+            break
+        s = stripped
+    match = _SHORT_UNIT_RE.match(s.strip())
+    return match.group(1) if match else s
+
+
+def _is_plain_e_number(s: str) -> bool:
+    """`4.5e33` alone stays as it is: `tolerance.parse_number` reads it exactly."""
+    return bool(re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)[eE][-+]?\d+", s))
