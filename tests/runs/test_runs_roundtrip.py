@@ -11,7 +11,7 @@ import torch
 
 from dhpo_suite.runs import Manifest, RunReader, RunWriter, TelemetrySpec, list_runs
 from dhpo_suite.train.telemetry import TelemetryAccumulator
-from runs_helpers import random_output
+from tests.runs.runs_helpers import random_output
 
 DECODE = lambda ids: [f"<{i}>" for i in ids]  # noqa: E731
 
