@@ -1,12 +1,122 @@
-"""`dhpo-suite eval` and `dhpo-suite grade` (filled in by the evaluator issue)."""
+"""`dhpo-suite eval`: evaluate a model (or a training run's checkpoints) on the paper's benchmarks."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+__all__ = ["register"]
+
+BenchOpt = typer.Option("all", "--bench", "-b", help="all (the paper's 7), a name, or a comma list; "
+                        "names: aime24 aime25 amc23 olympiadbench math500 minerva_math gsm8k arith.")
+
+
+def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None) -> list[tuple[str, str, Path]]:
+    """(label, model dir, results dir) for --model or for each selected checkpoint of --run."""
+    from dhpo_suite.runs import eval_results as er
+    from dhpo_suite.runs.format import checkpoint_path, is_checkpoint_complete
+
+    if (model is None) == (run is None):
+        raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
+    if model is not None:
+        if not model.is_dir():
+            raise typer.BadParameter(f"--model: {model} is not a directory")
+        return [(model.name, str(model), out or Path("eval-results") / model.name)]
+    ckpt_root = run / "checkpoints"
+    found = sorted(int(p.name[5:]) for p in ckpt_root.glob("step-*") if p.name[5:].isdigit()) \
+        if ckpt_root.is_dir() else []
+    found = [s for s in found if is_checkpoint_complete(checkpoint_path(run, s))]
+    if not found:
+        raise typer.BadParameter(f"--run: no complete checkpoints under {ckpt_root}")
+    chosen = found[-1:] if steps == "last" else found if steps == "all" else [int(s) for s in steps.split(",")]
+    missing = sorted(set(chosen) - set(found))
+    if missing:
+        raise typer.BadParameter(f"--steps: no complete checkpoint for step(s) {missing}; have {found}")
+    return [(f"step {s}", str(checkpoint_path(run, s)), er.checkpoint_eval_dir(run, s)) for s in chosen]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help="Evaluate a model on the paper's benchmarks (not built yet).")
-    def eval() -> None:  # noqa: A001 - the command's name
-        typer.echo("dhpo-suite eval: not built yet.", err=True)
-        raise typer.Exit(1)
+    @app.command(help="Evaluate a model (or a run's checkpoints) on the paper's math benchmarks.")
+    def eval(  # noqa: A001 - the command's name
+        bench: str = BenchOpt,
+        model: Path = typer.Option(None, "--model", "-m", help="HF model directory."),
+        run: Path = typer.Option(None, "--run", help="Training run dir: evaluates checkpoints/step-*/ into "
+                                 "RUN_DIR/evals/step-*/."),
+        steps: str = typer.Option("all", help="With --run: all, last, or a comma list of steps."),
+        out: Path = typer.Option(None, "--out", "-o", help="Results dir (default eval-results/<model name>)."),
+        data_dir: Path = typer.Option(None, help="Folder of <bench>.jsonl files (id, problem, answer[, "
+                                      "answer_alt]); default env DHPO_BENCHMARKS_DIR, else the HF hub."),
+        samples: int = typer.Option(None, help="Samples per problem (default: AIME 32, AMC23 4, others 1)."),
+        limit: int = typer.Option(None, help="Only the first N problems of each benchmark (arith: N)."),
+        template: str = typer.Option(None, help="qwen-boxed | chat | FILE with {input} (default per bench)."),
+        max_new_tokens: int = typer.Option(16384, help="Response token limit (clamped to the context)."),
+        temperature: float = typer.Option(1.0),
+        top_p: float = typer.Option(1.0),
+        seed: int = typer.Option(0, help="Engine seed."),
+        batch_size: int = typer.Option(256, help="Samples in flight; samples graded and fsynced per batch."),
+        tensor_parallel_size: int = typer.Option(1, "--tp", help="GPUs per replica."),
+        data_parallel_size: int = typer.Option(1, "--dp", help="Replicas."),
+        max_model_len: int = typer.Option(None, help="Context length (default: the model's)."),
+        dtype: str = typer.Option("auto"),
+        gpu_memory_utilization: float = typer.Option(0.9),
+        grader_workers: int = typer.Option(2),
+        grader_timeout: float = typer.Option(10.0, help="Seconds per graded sample."),
+        resume: bool = typer.Option(False, help="Continue stored results: only missing samples are generated."),
+        regrade: bool = typer.Option(False, help="Re-grade stored responses; no generation, no model load."),
+    ) -> None:
+        from rich.console import Console
+
+        from dhpo_suite.eval.benchmarks import resolve_benches
+        from dhpo_suite.eval.engine import EngineOptions
+        from dhpo_suite.eval.report import detail_table, headline_table
+        from dhpo_suite.eval.runner import EvalSettings
+
+        console = Console(stderr=True)
+        try:
+            names = resolve_benches(bench)
+            targets = _targets(model, run, steps, out)
+        except ValueError as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2)
+        settings = EvalSettings(template=template, samples=samples, max_new_tokens=max_new_tokens,
+                                temperature=temperature, top_p=top_p, limit=limit,
+                                data_dir=str(data_dir) if data_dir else None, batch_size=batch_size,
+                                grader_workers=grader_workers, grader_timeout=grader_timeout)
+        options = EngineOptions(tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size,
+                                max_model_len=max_model_len, dtype=dtype, seed=seed,
+                                gpu_memory_utilization=gpu_memory_utilization)
+        summaries = {}
+        for label, model_dir, results in targets:
+            try:
+                summaries[label] = _run_one(model_dir, results, names, settings, options, resume, regrade,
+                                            console)
+            except (ValueError, FileExistsError, FileNotFoundError) as e:
+                console.print(f"[red]error:[/red] {e}")
+                raise typer.Exit(2)
+            console.print(f"results: {results}")
+        out_console = Console()
+        out_console.print(headline_table(summaries))
+        for label, s in summaries.items():
+            out_console.print(detail_table(s, title=f"Details: {label}"))
+
+
+def _run_one(model_dir, results, names, settings, options, resume, regrade, console) -> dict:
+    """Evaluate (or re-grade) one model into `results` with progress bars."""
+    from dhpo_suite.eval.report import progress_bars
+    from dhpo_suite.eval.runner import evaluate
+    from dhpo_suite.eval.runner import regrade as regrade_dir
+
+    notify = lambda msg: console.print(f"[yellow]{msg}[/yellow]")  # noqa: E731
+    if regrade:
+        with progress_bars(console) as bars:
+            return regrade_dir(results, settings, progress=bars, notify=notify)
+    from dhpo_suite.eval.engine import Engine
+
+    console.print(f"loading {model_dir} ...")
+    engine = Engine(model_dir, options)
+    try:
+        with progress_bars(console) as bars:
+            return evaluate(engine, names, results, settings, resume=resume, progress=bars, notify=notify)
+    finally:
+        engine.close()

