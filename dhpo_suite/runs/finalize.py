@@ -99,8 +99,7 @@ def _rollout(st: "TelemetryState") -> dict[str, float]:
             "reward/std": float(r["reward"].std()),
         }
     )
-    group = r["response_id"].astype(np.int64) // np.maximum(r["group_size"].astype(np.int64), 1)
-    uniq, inverse = np.unique(group, return_inverse=True)
+    uniq, inverse = np.unique(r["group_id"].astype(np.int64), return_inverse=True)
     correct = r["correct"].astype(np.int64)
     n_correct = np.bincount(inverse, weights=correct, minlength=len(uniq))
     n_total = np.bincount(inverse, minlength=len(uniq))

@@ -32,7 +32,7 @@ __all__ = ["TelemetryState", "Decode", "outlier_order", "sample_key", "SIGNS"]
 Decode = Callable[[Sequence[int]], list[str]]
 """Token ids -> one display string per token (e.g. tokenizer.batch_decode([[i] for i in ids]))."""
 SIGNS = ("pos", "neg", "zero")
-RESPONSE_FIELDS = ("response_id", "reward", "length", "truncated", "correct", "group_size")
+RESPONSE_FIELDS = ("response_id", "reward", "length", "truncated", "correct", "group_id")
 _MASK64 = (1 << 64) - 1
 
 

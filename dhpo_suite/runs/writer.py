@@ -102,6 +102,8 @@ class RunWriter:
         self.manifest.status, self.manifest.ended_at, self.manifest.error = "running", None, None
         for kind in KINDS:
             (self.run_dir / kind).mkdir(parents=True, exist_ok=True)
+            for stale in (self.run_dir / kind).glob(".tmp-*"):  # torn writes of a killed writer
+                stale.unlink(missing_ok=True)
         self._write_manifest()
         self._pending = len(self._per_step_scalar_files())
 

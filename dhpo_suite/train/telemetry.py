@@ -99,25 +99,29 @@ class TelemetryAccumulator:
         group_size: int,
         *,
         response_ids: Any = None,
+        group_ids: Any = None,
         correct: Any = None,
     ) -> None:
         """Per-response facts of the step's rollout (N,): reward, length in tokens, truncated flag.
 
-        `correct` defaults to reward > spec.correct_threshold; `response_ids` default to 0..N-1.
+        `response_ids` default to 0..N-1; `group_ids` (the prompt of each response) default to
+        response_id // group_size; `correct` defaults to reward > spec.correct_threshold.
         """
         rewards = _np(rewards, np.float64)
         n = len(rewards)
         lengths, truncated = _np(lengths, np.int64), _np(truncated, bool)
         rids = np.arange(n, dtype=np.int64) if response_ids is None else _np(response_ids, np.int64)
         correct = rewards > self.spec.correct_threshold if correct is None else _np(correct, bool)
-        for name, arr in (("lengths", lengths), ("truncated", truncated), ("response_ids", rids), ("correct", correct)):
-            if arr.shape != (n,):
-                raise ValueError(f"add_rollout: {name} has shape {arr.shape}, expected ({n},) like rewards")
         if group_size < 1:
             raise ValueError(f"add_rollout: group_size must be >= 1, got {group_size}")
+        groups = rids // int(group_size) if group_ids is None else _np(group_ids, np.int64)
+        checks = (("lengths", lengths), ("truncated", truncated), ("response_ids", rids), ("correct", correct),
+                  ("group_ids", groups))
+        for name, arr in checks:
+            if arr.shape != (n,):
+                raise ValueError(f"add_rollout: {name} has shape {arr.shape}, expected ({n},) like rewards")
         self._state.add_responses(
-            response_id=rids, reward=rewards, length=lengths, truncated=truncated,
-            correct=correct, group_size=np.full(n, int(group_size), dtype=np.int64),
+            response_id=rids, reward=rewards, length=lengths, truncated=truncated, correct=correct, group_id=groups
         )
 
     # ---- outputs ----

@@ -61,6 +61,7 @@ def offer_outliers(
             k = min(st.spec.top_k, B)
             keys, rows = rows_key.topk(k)
             pos = torch.where(mask, out.log_ratio.abs(), -1.0).argmax(-1)[rows]
+            dist = dist.amax(-1, keepdim=True).expand_as(dist)
         else:
             local = rank[:, None] * T + torch.arange(T, device=dev)
             k = min(st.spec.top_k, B * T)

@@ -1,0 +1,192 @@
+"""A plain-numpy twin of the torch telemetry reduction, for synthetic runs and as a test reference.
+
+`add_update_numpy` takes the same per-token quantities as an ObjectiveOutput (as numpy arrays, branches
+as dicts with the Branch fields) and adds them to a TelemetryState exactly like
+`dhpo_suite.train.telemetry.TelemetryAccumulator.add_update` does on the device. It is written for
+clarity (whole-array numpy, full sorts), not speed; the tests check the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+from .bins import entropy_coarse_edges
+from .records import CLIP_FLAG_BITS
+from .state import SIGNS, TelemetryState, sample_key
+
+__all__ = ["add_update_numpy"]
+
+_FLAGS = ("outside_low", "outside_high", "binding_low", "binding_high")
+
+
+def _bins(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Bin [e_i, e_i+1) of each value; out-of-range values land in the end bins."""
+    return np.searchsorted(edges[1:-1], np.asarray(x, dtype=np.float64), side="right")
+
+
+def _hist(st: TelemetryState, name: str, idx: np.ndarray, n: int, sel: np.ndarray) -> None:
+    st.add_hist(name, np.bincount(idx[sel].reshape(-1), minlength=n)[:n])
+
+
+def add_update_numpy(
+    st: TelemetryState,
+    *,
+    mask: np.ndarray,
+    advantages: np.ndarray,
+    log_ratio: np.ndarray,
+    branches: Mapping[str, Mapping[str, np.ndarray | float | None]],
+    response_ids: np.ndarray,
+    loss_mat: np.ndarray | None = None,
+    entropy: np.ndarray | None = None,
+    w: np.ndarray | None = None,
+    token_ids: np.ndarray | None = None,
+    log_prob: np.ndarray | None = None,
+    old_log_prob: np.ndarray | None = None,
+    epoch: int = 0,
+    nonfinite: int = 0,
+) -> None:
+    """Numpy version of TelemetryAccumulator.add_update; all arrays (B, T) except response_ids (B,)."""
+    if st.spec.epochs == "first" and epoch > 0:
+        return
+    m = np.asarray(mask, dtype=bool)
+    for b, br in branches.items():
+        st.set_bounds(b, br["low"], br["high"])
+    _token_stats(st, m, advantages, log_ratio, branches, loss_mat, entropy, w, nonfinite)
+    _histograms(st, m, advantages, branches, entropy, w)
+    rids = np.asarray(response_ids, dtype=np.int64)
+    if st.spec.top_k:
+        _outliers(st, m, advantages, log_ratio, branches, entropy, w, rids, token_ids, epoch)
+    if st.spec.n_samples:
+        if log_prob is None and old_log_prob is not None:
+            log_prob = old_log_prob + log_ratio
+        _samples(st, m, advantages, branches, entropy, w, rids, token_ids, log_prob, old_log_prob, epoch)
+
+
+def _token_stats(st, m, adv, log_ratio, branches, loss_mat, entropy, w, nonfinite) -> None:
+    def total(x):
+        return float(np.where(m, np.asarray(x, dtype=np.float64), 0.0).sum())
+
+    st.add_count("tokens", m.sum())
+    st.add_count("nonfinite", nonfinite)
+    st.add_sum("loss", total(loss_mat if loss_mat is not None else np.zeros(m.shape)))
+    lr = np.asarray(log_ratio, dtype=np.float64)
+    st.add_sum("kl_k1", total(-lr))
+    st.add_sum("kl_k3", total(np.expm1(lr) - lr))
+    a = np.asarray(adv, dtype=np.float64)
+    st.add_sum("adv", total(a))
+    st.add_sum("adv_sq", total(a * a))
+    st.add_count("adv_pos", (m & (a > 0)).sum())
+    st.add_count("adv_neg", (m & (a < 0)).sum())
+    if m.any():
+        st.add_extrema("adv", a[m].min(), a[m].max())
+    for b, br in branches.items():
+        st.add_sum(f"ratio/{b}", total(br["ratio"]))
+        for f in _FLAGS:
+            st.add_count(f"clip/{b}/{f}", (m & br[f]).sum())
+    if entropy is not None:
+        st.add_count("entropy_tokens", m.sum())
+        st.add_sum("entropy", total(entropy))
+        st.add_count("entropy_below_0.01", (m & (entropy < 0.01)).sum())
+    if w is not None:
+        st.add_count("w_tokens", m.sum())
+        st.add_sum("w", total(w))
+
+
+def _histograms(st, m, adv, branches, entropy, w) -> None:
+    sign = np.where(adv > 0, 0, np.where(adv < 0, 1, 2))
+    for b, br in branches.items():
+        edges = st.edges(f"log_ratio/{b}/pos")[0]
+        idx = _bins(edges, np.log(np.maximum(np.asarray(br["ratio"], dtype=np.float64), 1e-300)))
+        for s, sname in enumerate(SIGNS):
+            _hist(st, f"log_ratio/{b}/{sname}", idx, len(edges) - 1, m & (sign == s))
+    if w is not None:
+        edges = st.edges("w")[0]
+        _hist(st, "w", _bins(edges, w), len(edges) - 1, m)
+    if entropy is None:
+        return
+    edges = st.edges("entropy")[0]
+    _hist(st, "entropy", _bins(edges, entropy), len(edges) - 1, m)
+    ce = entropy_coarse_edges()
+    ie, ne = _bins(ce, entropy), len(ce) - 1
+    pe = st.edges("entropy_x_position")[1]
+    pos = np.broadcast_to(np.arange(m.shape[1]), m.shape)
+    ip, npos = _bins(pe, pos), len(pe) - 1
+    _hist(st, "entropy_x_position", ie * npos + ip, ne * npos, m)
+    le = st.edges("log_ratio/token/pos")[0]
+    tok = np.log(np.maximum(np.asarray(branches["token"]["ratio"], dtype=np.float64), 1e-300))
+    il, nl = _bins(le, tok), len(le) - 1
+    _hist(st, "entropy_x_log_ratio", ie * nl + il, ne * nl, m)
+
+
+def _distance(br) -> np.ndarray:
+    logr = np.log(np.maximum(np.asarray(br["ratio"], dtype=np.float32), np.float32(1e-30)))
+    lo, hi = math.log(max(br["low"], 1e-30)), math.log(br["high"])
+    d = np.where(br["outside_low"], lo - logr, np.where(br["outside_high"], logr - hi, 0.0))
+    return np.maximum(d.astype(np.float32), 0.0)
+
+
+def _outliers(st, m, adv, log_ratio, branches, entropy, w, rids, token_ids, epoch) -> None:
+    n_ctx = st.spec.context_tokens
+    ends = np.where(m.any(-1), m.shape[1] - np.argmax(m[:, ::-1], -1), 0)
+    for b, br in branches.items():
+        if br["low"] is None or br["high"] is None:
+            continue
+        dist = _distance(br)
+        outside = np.asarray(br["outside_low"]) | np.asarray(br["outside_high"])
+        if b == "sequence":
+            rows = np.nonzero(outside.any(-1))[0]
+            pos = np.argmax(np.where(m, np.abs(log_ratio), -1.0), -1)[rows]
+        else:
+            rows, pos = np.nonzero(outside)
+        d = dist.max(-1)[rows] if b == "sequence" else dist[rows, pos]
+        top = np.lexsort((pos, rids[rows], -d.astype(np.float64)))[: st.spec.top_k]  # the outlier_order
+        rows, pos = rows[top], pos[top]
+        cands = []
+        for r, p in zip(rows.tolist(), pos.tolist()):
+            a, e = max(0, p - n_ctx), min(int(ends[r]), p + 1 + n_ctx)
+            c = {
+                "side": "low" if br["outside_low"][r, p] else "high",
+                "distance": float(dist[r].max() if b == "sequence" else dist[r, p]),
+                "log_ratio": float(np.log(max(float(br["ratio"][r, p]), 1e-300))),
+                "binding": bool(br["binding_low"][r, p] or br["binding_high"][r, p]),
+                "response_id": int(rids[r]), "position": int(p), "epoch": int(epoch),
+                "advantage": float(adv[r, p]),
+                "entropy": None if entropy is None else float(entropy[r, p]),
+                "w": None if w is None else float(w[r, p]),
+                "token_id": None if token_ids is None else int(token_ids[r, p]),
+            }
+            if token_ids is not None:
+                c.update(ctx_left_ids=token_ids[r, a:p].tolist(), ctx_right_ids=token_ids[r, p + 1 : e].tolist())
+            cands.append(c)
+        st.offer_outliers(b, cands)
+
+
+def clip_codes_numpy(br) -> np.ndarray:
+    code = np.zeros(np.shape(br["ratio"]), dtype=np.int8)
+    for name, bit in CLIP_FLAG_BITS.items():
+        code |= np.asarray(br[name], dtype=np.int8) * bit
+    return code
+
+
+def _samples(st, m, adv, branches, entropy, w, rids, token_ids, log_prob, old_log_prob, epoch) -> None:
+    arrays = {"log_prob": log_prob, "old_log_prob": old_log_prob, "entropy": entropy, "w": w,
+              "token_ratio": branches["token"]["ratio"], "seq_ratio": branches["sequence"]["ratio"],
+              "mixed_ratio": branches["mixed"]["ratio"] if "mixed" in branches else None}
+    codes = {f"clip_{b}": clip_codes_numpy(branches[b]) if b in branches else None
+             for b in ("token", "sequence", "mixed")}
+    for r, rid in enumerate(rids.tolist()):
+        if not st.would_keep_sample(rid, epoch):
+            continue
+        end = int(m.shape[1] - np.argmax(m[r, ::-1])) if m[r].any() else 0
+        cand = {
+            "response_id": rid, "epoch": int(epoch), "key": sample_key(rid, st.spec.sample_seed),
+            "advantage": float(adv[r, int(np.argmax(m[r]))]), "length": int(m[r].sum()),
+            "token_id": None if token_ids is None else token_ids[r, :end].tolist(), "token_text": None,
+        }
+        cand.update({k: None if v is None else np.asarray(v[r, :end], dtype=np.float32).tolist()
+                     for k, v in arrays.items()})
+        cand.update({k: None if v is None else v[r, :end].tolist() for k, v in codes.items()})
+        st.offer_sample(cand)

@@ -1,0 +1,105 @@
+"""Malformed or truncated files: a clear error naming the file; bulk readers skip only what is broken."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dhpo_suite.runs import RunFormatError, RunReader, RunWriter, list_runs
+from dhpo_suite.runs.synthetic import synthetic_manifest, synthetic_record
+
+
+@pytest.fixture
+def run(tmp_path):
+    """Steps 1-4 compacted into scalars.parquet, steps 5-6 as per-step files."""
+    path = tmp_path / "run"
+    w = RunWriter(path, synthetic_manifest("dhpo-e"), compact_every=4, fsync=False)
+    for s in range(1, 7):
+        w.write_step(synthetic_record(s, "dhpo-e", s, max_len=32, prompts=2, group_size=4))
+    return path
+
+
+def truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def test_truncated_step_scalars_skip_only_that_step(run):
+    bad = run / "scalars" / "step-000005.parquet"
+    truncate(bad)
+    r = RunReader(run)
+    assert r.steps() == [1, 2, 3, 4, 6]
+    assert len(r.problems) == 1 and r.problems[0].path == bad and "Parquet" in r.problems[0].reason
+    assert str(bad) in str(r.problems[0])
+
+
+def test_corrupt_compacted_scalars_keep_the_rest(run):
+    bad = run / "scalars" / "scalars.parquet"
+    bad.write_bytes(b"not parquet at all")
+    r = RunReader(run)
+    assert r.steps() == [5, 6] and [p.path for p in r.problems] == [bad]
+
+
+def test_scalars_file_without_a_step_column(run):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = run / "scalars" / "step-000006.parquet"
+    pq.write_table(pa.table({"reward/mean": [1.0]}), bad)
+    r = RunReader(run)
+    assert r.steps() == [1, 2, 3, 4, 5] and "step" in r.problems[0].reason and r.problems[0].path == bad
+
+
+@pytest.mark.parametrize("kind", ["distributions", "outliers", "samples"])
+def test_truncated_step_file_raises_naming_it(run, kind):
+    bad = run / kind / "step-000002.parquet"
+    truncate(bad, 0.7)
+    r = RunReader(run)
+    loader = {"distributions": lambda: r.distributions(2, "entropy"), "outliers": lambda: r.outliers(2),
+              "samples": lambda: r.samples(2)}[kind]
+    with pytest.raises(RunFormatError, match="step-000002.parquet") as e:
+        loader()
+    assert e.value.path == bad
+    r.outliers(3), r.samples(3), r.distributions(3, "entropy")  # neighbours are fine
+
+
+def test_distribution_series_skips_and_reports_broken_steps(run):
+    bad = run / "distributions" / "step-000003.parquet"
+    bad.write_bytes(b"garbage")
+    r = RunReader(run)
+    series = r.distributions(None, "entropy")
+    assert sorted(series) == [1, 2, 4, 5, 6]
+    assert [p.path for p in r.problems] == [bad]
+    with pytest.raises(RunFormatError, match="no distribution named 'nope'"):
+        r.distributions(1, "nope")
+
+
+def test_wrong_schema_is_named(run):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = run / "outliers" / "step-000001.parquet"
+    pq.write_table(pa.table({"step": [1]}), bad)
+    with pytest.raises(RunFormatError, match="missing columns") as e:
+        RunReader(run).outliers(1)
+    assert e.value.path == bad
+
+
+def test_manifest_errors_name_file_line_and_field(run):
+    m = run / "manifest.json"
+    good = json.loads(m.read_text())
+    m.write_text(m.read_text()[:-20])
+    with pytest.raises(RunFormatError, match=r"manifest.json: malformed JSON at line \d+"):
+        RunReader(run)
+    m.write_text(json.dumps({**good, "status": "exploded"}))
+    with pytest.raises(RunFormatError, match="'status'"):
+        RunReader(run)
+    m.write_text(json.dumps({**good, "format_version": 99}))
+    with pytest.raises(RunFormatError, match="newer"):
+        RunReader(run)
+    m.write_text(json.dumps({k: v for k, v in good.items() if k != "algorithm"}))
+    with pytest.raises(RunFormatError, match="'algorithm'"):
+        RunReader(run)
+    runs = list_runs(run.parent)
+    assert runs[0].status == "invalid" and "algorithm" in runs[0].problem
