@@ -35,11 +35,16 @@ demo: install
 test: install browser
 	$(BIN)/python -m pytest
 
-# Debian's Chromium for the dashboard's end-to-end test (Playwright drives it; no browser download).
+# Debian's Chromium for the dashboard's end-to-end test (Playwright drives /usr/bin/chromium; it never
+# downloads a browser). Installs only when missing; as root directly, otherwise through sudo.
+CHROMIUM ?= /usr/bin/chromium
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
+	@test -x $(CHROMIUM) || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  echo "Installing Debian's chromium (dashboard browser test)..."; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@$(CHROMIUM) --version >/dev/null 2>&1 || { echo "$(CHROMIUM) does not run: install Debian's chromium package" >&2; exit 1; }
 
 clean-env:
 	rm -rf $(VENV)

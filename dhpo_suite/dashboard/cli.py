@@ -1,12 +1,54 @@
-"""`dhpo-suite dashboard` (filled in by the dashboard issue)."""
+"""`dhpo-suite dashboard [RUNS_DIR]`: start the Streamlit app over a directory of runs."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import typer
+
+APP = Path(__file__).with_name("app.py")
+RUNS_DIR_ENV = "DHPO_RUNS_DIR"
+
+
+def streamlit_argv(port: int, headless: bool, address: str) -> list[str]:
+    """The `python -m streamlit run` command line for the app (runs directory passed in the environment)."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.port", str(port),
+        "--server.address", address,
+        "--server.headless", str(headless).lower(),
+        "--browser.gatherUsageStats", "false",
+        # The app polls run files itself (st.fragment); Streamlit's source watcher would only add load.
+        "--server.fileWatcherType", "none",
+        "--theme.base", "light",
+    ]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help="Open the Streamlit dashboard over a runs directory (not built yet).")
-    def dashboard() -> None:
-        typer.echo("dhpo-suite dashboard: not built yet.", err=True)
-        raise typer.Exit(1)
+    @app.command(help="Open the Streamlit dashboard over a directory of runs.")
+    def dashboard(
+        runs_dir: Path = typer.Argument(Path("runs"), help="Directory holding one sub-directory per run."),
+        port: int = typer.Option(8501, help="Port to serve on."),
+        address: str = typer.Option("localhost", help="Address to bind (0.0.0.0 to serve on the network)."),
+        headless: bool = typer.Option(False, "--headless/--open", help="Do not open a browser window."),
+    ) -> None:
+        if not runs_dir.is_dir():
+            typer.echo(f"dhpo-suite dashboard: runs directory {runs_dir} does not exist.", err=True)
+            raise typer.Exit(2)
+        if not (_has_module("streamlit") and _has_module("plotly")):
+            typer.echo("dhpo-suite dashboard needs streamlit and plotly: pip install 'dhpo-suite[dashboard]'", err=True)
+            raise typer.Exit(2)
+        host = "localhost" if address in ("0.0.0.0", "::") else address
+        typer.echo(f"Dashboard over {runs_dir.resolve()}: http://{host}:{port}")
+        sys.stdout.flush()
+        env = {**os.environ, RUNS_DIR_ENV: str(runs_dir.resolve())}
+        # exec: Ctrl-C and a parent's kill reach the server directly, with no wrapper process left behind.
+        os.execve(sys.executable, streamlit_argv(port, headless, address), env)
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None

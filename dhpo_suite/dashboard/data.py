@@ -1,0 +1,186 @@
+"""Data loading for the pages: dhpo_suite.runs readers behind st.cache_data, keyed by path and mtime.
+
+Every loader takes a `version` argument (modification times of what it reads), so a run that is still being
+written is re-read only when its files change, and a finished run is read once. Per-step files (histograms,
+outliers, samples) are loaded one step at a time, on demand, into bounded caches: memory grows with what is
+looked at, not with the run's length. Loaders return (data, problems): `problems` are strings naming each
+file that was missing or broken, which the page shows instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
+from dhpo_suite.runs import eval_results as er
+from dhpo_suite.runs.format import step_file
+
+__all__ = ["mtime", "run_version", "runs_table", "scalars", "histogram", "histograms", "outliers", "samples",
+           "trust_bounds", "eval_summaries", "eval_samples"]
+
+_TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
+
+
+def mtime(path: Path | str) -> int:
+    """st_mtime_ns of a file or folder; 0 when it does not exist (so its later appearance changes the key)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def run_version(run_dir: str) -> tuple[int, int]:
+    """Changes whenever the manifest is rewritten or a step is committed (scalars files are renamed into
+    `scalars/`, which updates the folder's mtime)."""
+    return mtime(Path(run_dir) / "manifest.json"), mtime(Path(run_dir) / "scalars")
+
+
+@st.cache_data(max_entries=512, ttl=_TTL, show_spinner=False)
+def _run_facts(run_dir: str, version: tuple[int, int]) -> dict:
+    """Manifest facts and step counts of one run (the Runs table row)."""
+    try:
+        reader = RunReader(run_dir)
+    except RunFormatError as e:
+        return {"problems": [str(e)]}
+    m = reader.manifest
+    sc = reader.scalars(columns=["time"])
+    hp = m.hparams
+    return {
+        "name": m.name or Path(run_dir).name, "algorithm": m.algorithm, "status": m.status,
+        "clip": hp.get("clip", "branch" if m.algorithm.startswith("dhpo") else "—"),
+        "mixing": hp.get("mixing", {"dhpo-a": "avg", "dhpo-e": "entropy"}.get(m.algorithm, "—")),
+        "model": m.model, "task": m.task, "backend": m.backend, "seed": m.seed,
+        "steps": len(sc), "last_step": int(sc["step"].max()) if len(sc) else None,
+        "last_update": float(sc["time"].max()) if len(sc) and "time" in sc else None,
+        "checkpoints": len(reader.checkpoints()), "evals": len(er.list_checkpoint_evals(run_dir)),
+        "started_at": m.started_at, "error": m.error, "problems": [str(p) for p in reader.problems],
+    }
+
+
+def runs_table(root: str) -> pd.DataFrame:
+    """One row per run under `root` (index: path relative to root), manifest facts + steps; runs whose
+    manifest is broken are listed with status "invalid" and the reason in `problems`."""
+    rows = {}
+    for summary in list_runs(root):
+        key = str(summary.path.relative_to(root)) if summary.path != Path(root) else summary.path.name
+        facts = _run_facts(str(summary.path), run_version(str(summary.path)))
+        if summary.manifest is None:
+            facts = {"name": summary.name, "status": "invalid", "problems": [summary.problem]}
+        rows[key] = {"path": str(summary.path), **facts}
+    cols = ["name", "algorithm", "clip", "mixing", "model", "steps", "last_step", "status", "checkpoints", "evals",
+            "task", "backend", "seed", "started_at", "last_update", "error", "problems", "path"]
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=cols)
+    table.index.name = "run"
+    return table
+
+
+@st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
+def scalars(run_dir: str, version: tuple[int, int]) -> tuple[pd.DataFrame, list[str]]:
+    """Every committed step's scalars (one row per step)."""
+    try:
+        reader = RunReader(run_dir)
+        frame = reader.scalars()
+    except RunFormatError as e:
+        return pd.DataFrame({"step": pd.Series([], dtype="int64")}), [str(e)]
+    problems = [str(p) for p in reader.problems]
+    if frame.empty:
+        problems.append(f"{Path(run_dir) / 'scalars'}: no committed steps yet")
+    return frame, problems
+
+
+@st.cache_data(max_entries=4096, ttl=_TTL, show_spinner=False)
+def histogram(run_dir: str, step: int, name: str, version: int) -> tuple[np.ndarray, np.ndarray] | str:
+    """(edges, counts) of one step's histogram, or a string naming the file and what is wrong with it."""
+    try:
+        h = RunReader(run_dir).distributions(int(step), name)
+    except RunFormatError as e:
+        return str(e)
+    return h.edges, h.counts
+
+
+def histograms(run_dir: str, steps: list[int], names: list[str]) -> tuple[dict[int, tuple], list[str]]:
+    """{step: (edges, summed counts over `names`)} for the steps whose files are readable (names with the same
+    edges, e.g. log_ratio/token/{pos,neg,zero}); problems name the others."""
+    out, problems = {}, []
+    for s in steps:
+        version = mtime(step_file(run_dir, "distributions", s))
+        parts = [histogram(run_dir, s, n, version) for n in names]
+        bad = [p for p in parts if isinstance(p, str)]
+        if bad:
+            problems.extend(bad)
+            continue
+        out[s] = (parts[0][0], np.sum([p[1] for p in parts], axis=0))
+    return out, problems
+
+
+@st.cache_data(max_entries=256, ttl=_TTL, show_spinner=False)
+def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
+    try:
+        return RunReader(run_dir).outliers(int(step)), []
+    except RunFormatError as e:
+        return pd.DataFrame(), [str(e)]
+
+
+@st.cache_data(max_entries=256, ttl=_TTL, show_spinner=False)
+def samples(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
+    try:
+        return RunReader(run_dir).samples(int(step)), []
+    except RunFormatError as e:
+        return pd.DataFrame(), [str(e)]
+
+
+def trust_bounds(edges: np.ndarray, telemetry: dict) -> tuple[float, float]:
+    """The branch's trust region (ratio space) from its log-ratio bin edges: the writer lays them out with
+    log(1−ε_low) and log(1+ε_high) as exact edges after `log_ratio_outside_bins` outside bins."""
+    spec = TelemetrySpec.from_dict(telemetry) if telemetry else TelemetrySpec()
+    n_out, n_in = spec.log_ratio_outside_bins, spec.log_ratio_inside_bins
+    return float(np.exp(edges[n_out])), float(np.exp(edges[n_out + n_in]))
+
+
+@st.cache_data(max_entries=128, ttl=_TTL, show_spinner=False)
+def manifest_telemetry(run_dir: str, version: tuple[int, int]) -> dict:
+    try:
+        return RunReader(run_dir).manifest.telemetry
+    except RunFormatError:
+        return {}
+
+
+@st.cache_data(max_entries=256, ttl=_TTL, show_spinner=False)
+def _summary(path: str, version: int) -> dict | str:
+    try:
+        return er.read_json(path)
+    except RunFormatError as e:
+        return str(e)
+
+
+def eval_summaries(run_dir: str) -> tuple[dict[int, tuple[str, dict]], list[str]]:
+    """{step: (eval dir, summary)} of a run's checkpoint evaluations; problems name unreadable summaries."""
+    out, problems = {}, []
+    for step, folder in er.list_checkpoint_evals(run_dir).items():
+        path = Path(folder) / er.SUMMARY
+        s = _summary(str(path), mtime(path))
+        if isinstance(s, str):
+            problems.append(s)
+        else:
+            out[step] = (str(folder), s)
+    return out, problems
+
+
+@st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
+def _eval_samples(path: str, version: int) -> tuple[list[dict], list[str]]:
+    try:
+        read = er.read_samples(path)
+    except RunFormatError as e:
+        return [], [str(e)]
+    return read.records, [str(p) for p in read.skipped]
+
+
+def eval_samples(eval_dir: str, bench: str) -> tuple[list[dict], list[str]]:
+    """Every graded sample of one benchmark of one evaluation (a torn last line is skipped and reported)."""
+    path = er.samples_path(eval_dir, bench)
+    return _eval_samples(str(path), mtime(path))

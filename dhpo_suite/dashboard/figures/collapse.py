@@ -1,0 +1,149 @@
+"""Entropy-collapse figures: the detector's view, group outcomes and the entropy-percentile split (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dhpo_suite.dashboard.collapse import Collapse
+from dhpo_suite.dashboard.figures.curves import empty_figure, run_colors
+
+__all__ = ["collapse_figure", "group_outcomes", "entropy_percentiles", "EntropySplit", "entropy_split",
+           "entropy_split_figure"]
+
+
+def collapse_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
+    """Mean entropy (top) and mean response length (bottom) per run, with each series' collapse threshold
+    (dotted) and the run's collapse step (vertical dashed line, labelled)."""
+    colors = colors or run_colors(frame["run"])
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("mean token entropy (nats)", "mean response length (tokens)"))
+    for run, g in frame.groupby("run", sort=False):
+        v = verdicts.get(run)
+        for row, col, part in ((1, "entropy/mean", "entropy"), (2, "length/mean", "length")):
+            if col not in g.columns:
+                continue
+            fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=run, legendgroup=run,
+                                     showlegend=row == 1, line_color=colors[run]), row=row, col=1)
+            sc = getattr(v, part) if v else None
+            if sc is not None and np.isfinite(sc.threshold):
+                fig.add_trace(go.Scatter(x=[g["step"].min(), g["step"].max()], y=[sc.threshold] * 2, mode="lines",
+                                         name=f"{run} {part} threshold", legendgroup=run, showlegend=False,
+                                         line=dict(color=colors[run], dash="dot", width=1)), row=row, col=1)
+        if v is not None and v.step is not None:
+            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash"),
+                          annotation_text=f"{run}: collapse @ {v.step}", annotation_position="bottom right")
+    fig.update_layout(title="Collapse detector", height=520, margin=dict(t=70, b=40, l=50, r=10),
+                      legend=dict(orientation="h", y=-0.12))
+    return fig
+
+
+def group_outcomes(frame: pd.DataFrame, colors: dict[str, str] | None = None) -> go.Figure:
+    """Share of prompt groups whose responses are all correct (solid) or all wrong (dashed): such groups have
+    zero group-normalised advantage and give no gradient."""
+    cols = ("groups/all_correct_frac", "groups/all_wrong_frac")
+    if not all(c in frame.columns for c in cols):
+        return empty_figure("All-correct / all-wrong groups", "no data: group outcomes were not recorded")
+    colors = colors or run_colors(frame["run"])
+    fig = go.Figure()
+    for run, g in frame.groupby("run", sort=False):
+        for col, dash, label in ((cols[0], "solid", "all correct"), (cols[1], "dash", "all wrong")):
+            fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=f"{run} · {label}",
+                                     line=dict(color=colors[run], dash=dash), meta=col))
+    fig.update_layout(title="Groups without signal (solid: all correct, dashed: all wrong)", xaxis_title="step",
+                      yaxis=dict(title="fraction of groups", range=[0, 1]), height=320,
+                      margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:
+    """One run's token-entropy percentiles over steps (log scale): p10–p90 band, p50 and p99 lines, and the
+    fraction of near-deterministic tokens (entropy < 0.01 nats) on the right axis."""
+    g = frame[frame["run"] == run]
+    if "entropy/p50" not in g.columns or g["entropy/p50"].isna().all():
+        return empty_figure(f"Entropy percentiles · {run}", "no data: entropy was not recorded")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p90"], mode="lines", line_width=0, name="p90",
+                             showlegend=False), secondary_y=False)
+    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p10"], mode="lines", line_width=0, fill="tonexty",
+                             fillcolor="rgba(99,110,250,0.2)", name="p10–p90"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p50"], mode="lines", name="p50 (median)",
+                             line_color="#636efa"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p99"], mode="lines", name="p99 (high-entropy minority)",
+                             line=dict(color="#ef553b")), secondary_y=False)
+    if "entropy/frac_below_0.01" in g.columns:
+        fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/frac_below_0.01"], mode="lines",
+                                 name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot")),
+                      secondary_y=True)
+    fig.update_yaxes(type="log", title_text="entropy (nats)", secondary_y=False)
+    fig.update_yaxes(title_text="fraction of tokens", range=[0, 1], tickmode="linear", dtick=0.2, showgrid=False,
+                     secondary_y=True)
+    fig.update_layout(title=f"Entropy percentiles · {run}", xaxis_title="step", height=340,
+                      margin=dict(t=50, b=40, l=50, r=50), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+@dataclass(frozen=True)
+class EntropySplit:
+    """A step's tokens split at the q-quantile of entropy: the low-entropy majority and the high-entropy
+    minority (the "forking" tokens). Means use bin centres (geometric for log bins)."""
+
+    q: float
+    threshold: float
+    mean_low: float
+    mean_high: float
+    entropy_share_high: float
+    """Fraction of the step's total entropy carried by the minority."""
+
+
+def _centres(edges: np.ndarray) -> np.ndarray:
+    lo, hi = edges[:-1], edges[1:]
+    return np.where(lo > 0, np.sqrt(np.maximum(lo, 1e-300) * hi), (lo + hi) / 2)
+
+
+def entropy_split(edges: np.ndarray, counts: np.ndarray, q: float = 0.8) -> EntropySplit:
+    """Split an entropy histogram at its q-quantile bin edge (whole bins: no bin is shared by both parts)."""
+    edges, counts = np.asarray(edges, float), np.asarray(counts, float)
+    total = counts.sum()
+    if total == 0:
+        return EntropySplit(q, float("nan"), float("nan"), float("nan"), float("nan"))
+    cut = int(np.searchsorted(np.cumsum(counts), q * total, side="left")) + 1  # bins [0, cut) are the majority
+    cut = min(cut, len(counts))
+    mass = counts * _centres(edges)
+    low_n, high_n = counts[:cut].sum(), counts[cut:].sum()
+    return EntropySplit(
+        q=q,
+        threshold=float(edges[cut]),
+        mean_low=float(mass[:cut].sum() / low_n) if low_n else float("nan"),
+        mean_high=float(mass[cut:].sum() / high_n) if high_n else float("nan"),
+        entropy_share_high=float(mass[cut:].sum() / mass.sum()) if mass.sum() > 0 else float("nan"),
+    )
+
+
+def entropy_split_figure(edges: np.ndarray, counts: np.ndarray, split: EntropySplit, title: str) -> go.Figure:
+    """A step's entropy histogram as a step line on a log axis: majority grey, minority red, split marked.
+
+    The first bin [0, 1e-6) cannot sit on a log axis; its share is given in the title instead."""
+    edges, counts = np.asarray(edges, float), np.asarray(counts, float)
+    frac = counts / max(counts.sum(), 1.0)
+    fig = go.Figure()
+    for name, sel, color in (("low-entropy majority", edges[1:] <= split.threshold, "#9e9e9e"),
+                             ("high-entropy minority", edges[:-1] >= split.threshold, "#ef553b")):
+        sel = sel & (edges[:-1] > 0)
+        if not sel.any():
+            continue
+        idx = np.flatnonzero(sel)
+        x = np.append(edges[idx], edges[idx[-1] + 1])
+        y = np.append(frac[idx], frac[idx[-1]])
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line_shape="hv", fill="tozeroy", name=name,
+                                 line_color=color))
+    fig.add_vline(x=split.threshold, line=dict(dash="dash"),
+                  annotation_text=f"p{round(split.q * 100)} = {split.threshold:.3g} nats")
+    fig.update_xaxes(type="log", title_text="token entropy (nats)")
+    fig.update_layout(title=f"{title} · {frac[0]:.0%} of tokens below 1e-6 nats", yaxis_title="fraction of tokens",
+                      height=320, margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.25))
+    return fig

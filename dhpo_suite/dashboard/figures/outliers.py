@@ -1,0 +1,74 @@
+"""Branch-outlier figures: log-ratio heatmaps over steps and the outlier-token table (pure)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from dhpo_suite.dashboard.figures.curves import empty_figure
+
+__all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table"]
+
+
+def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.DataFrame, np.ndarray]:
+    """{step: (edges, counts)} → (counts frame: index step, one column per bin; the shared edges).
+
+    Steps whose edges differ from the first step's (a changed trust region) are left out: bins must align.
+    """
+    if not hists:
+        return pd.DataFrame(), np.array([])
+    steps = sorted(hists)
+    edges = np.asarray(hists[steps[0]][0], float)
+    rows = {s: np.asarray(c) for s, (e, c) in ((s, hists[s]) for s in steps) if np.array_equal(np.asarray(e), edges)}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "step"
+    return frame, edges
+
+
+def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[float, float] | None,
+                      title: str) -> go.Figure:
+    """Heatmap of the log-ratio distribution: x = step, y = log(ratio) bins (uneven: finest near the trust
+    region), colour = log10 of the fraction of the step's tokens in the bin (empty bins blank).
+
+    `bounds` are the trust region in ratio space (1−ε_low, 1+ε_high); its edges are drawn as lines.
+    """
+    if counts.empty or counts.to_numpy().sum() == 0:
+        return empty_figure(title, "no data: no log-ratio histograms in this step range")
+    c = counts.to_numpy(dtype=float)
+    frac = c / np.maximum(c.sum(axis=1, keepdims=True), 1.0)
+    with np.errstate(divide="ignore"):
+        z = np.where(frac > 0, np.log10(frac), np.nan).T  # (bins, steps)
+    used = np.flatnonzero(c.sum(axis=0) > 0)
+    y_lo, y_hi = edges[used[0]], edges[used[-1] + 1]
+    if bounds is not None:  # keep the trust region in view even when every token lies inside it
+        y_lo, y_hi = min(y_lo, np.log(bounds[0]) * 1.5), max(y_hi, np.log(bounds[1]) * 1.5)
+    fig = go.Figure(go.Heatmap(
+        x=counts.index.to_numpy(), y=edges, z=z, colorscale="Viridis", zmin=max(np.nanmin(z), -6), zmax=0,
+        colorbar=dict(title="log10 frac"), hovertemplate="step %{x}<br>log r %{y:.3f}<br>log10 frac %{z:.2f}<extra></extra>",
+    ))
+    if bounds is not None:
+        for value, label in ((np.log(bounds[0]), f"1−ε = {bounds[0]:g}"), (np.log(bounds[1]), f"1+ε = {bounds[1]:g}")):
+            fig.add_hline(y=value, line=dict(color="#ef553b", dash="dash", width=1.5), annotation_text=label,
+                          annotation_position="top left", annotation_font_color="#ef553b")
+    fig.update_layout(title=title, xaxis_title="step", yaxis_title="log(ratio)", height=360,
+                      yaxis_range=[y_lo, y_hi], margin=dict(t=50, b=40, l=60, r=10))
+    return fig
+
+
+def outlier_table(outliers: pd.DataFrame, branches: Sequence[str] | None = None, top: int = 20) -> pd.DataFrame:
+    """The top outlier tokens per branch, farthest outside the trust region first, with their context:
+    `context` shows the token between ⟦ ⟧ inside its neighbours."""
+    cols = ["branch", "side", "distance", "ratio", "binding", "context", "entropy", "w", "advantage",
+            "response_id", "position", "epoch"]
+    if outliers.empty:
+        return pd.DataFrame(columns=cols)
+    df = outliers if branches is None else outliers[outliers["branch"].isin(branches)]
+    df = df.sort_values(["branch", "distance"], ascending=[True, False], kind="stable").groupby("branch").head(top)
+    out = df.assign(
+        ratio=np.exp(df["log_ratio"].astype(float)),
+        context=df["context_left"].fillna("") + "⟦" + df["token_text"].fillna("") + "⟧" + df["context_right"].fillna(""),
+    )
+    return out[cols].reset_index(drop=True)

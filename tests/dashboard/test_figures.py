@@ -1,0 +1,205 @@
+"""Pure frame → figure functions on small frames: the figures carry the data they should."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dhpo_suite.dashboard.collapse import detect_collapse
+from dhpo_suite.dashboard.figures import collapse as fc
+from dhpo_suite.dashboard.figures import curves as fcur
+from dhpo_suite.dashboard.figures import evaluation as fe
+from dhpo_suite.dashboard.figures import outliers as fo
+from dhpo_suite.dashboard.figures.tokens import rollout_html, token_colors
+from dhpo_suite.dashboard.frames import log_ratio_names, sample_steps
+from dhpo_suite.runs.bins import entropy_edges, log_ratio_edges
+
+
+def two_runs(n=10):
+    steps = np.arange(n)
+    a = pd.DataFrame({"run": "a", "step": steps, "entropy/mean": 1.0 - steps / 20, "entropy/p10": 0.1,
+                      "entropy/p90": 2.0, "length/mean": 100.0 + steps, "length/p90": 150.0})
+    b = a.assign(run="b", **{"entropy/mean": 0.5})
+    return pd.concat([a, b], ignore_index=True)
+
+
+def traces(fig, name=None):
+    return [t for t in fig.data if name is None or t.name == name]
+
+
+def test_ema_matches_the_recursion_and_keeps_nans():
+    x = pd.Series([1.0, 2.0, np.nan, 4.0])
+    out = fcur.ema(x, 0.5)
+    # debiased: s1 = 1; s2 = (0.5·1 + 2)/(1.5); NaN stays NaN; s4 over the 3 values seen
+    assert out[0] == pytest.approx(1.0)
+    assert out[1] == pytest.approx((0.5 * 1 + 2) / 1.5)
+    assert np.isnan(out[2])
+    assert out[3] == pytest.approx((0.25 * 1 + 0.5 * 2 + 4) / 1.75)
+    assert fcur.ema(x, 0.0).equals(x)
+    with pytest.raises(ValueError, match="smoothing"):
+        fcur.ema(x, 1.0)
+
+
+def test_prepare_restricts_the_step_range_and_smooths_per_run():
+    f = fcur.prepare(two_runs(), ["entropy/mean", "missing"], alpha=0.9, step_range=(2, 5))
+    assert sorted(f["step"].unique()) == [2, 3, 4, 5]
+    assert "missing" not in f.columns
+    # run b is constant: smoothing leaves it; run a starts its average at step 2 (not contaminated by b)
+    assert np.allclose(f.loc[f.run == "b", "entropy/mean"], 0.5)
+    assert f.loc[f.run == "a", "entropy/mean"].iloc[0] == pytest.approx(0.9)
+
+
+def test_line_overlay_has_one_line_per_run_with_band_and_extras():
+    fig = fcur.line_overlay(two_runs(), "length/mean", "len", band=("entropy/p10", "entropy/p90"),
+                            extra=[("length/p90", "p90")])
+    lines = [t for t in fig.data if t.name in ("a", "b")]
+    assert [t.name for t in lines] == ["a", "b"]
+    assert list(lines[0].y) == list(100.0 + np.arange(10))
+    assert any(t.fill == "tonexty" for t in fig.data)  # band
+    assert any(t.line.dash == "dot" and t.name == "a p90" for t in fig.data)
+    colors = {t.name: t.line.color for t in lines}
+    assert colors["a"] != colors["b"]
+
+
+def test_line_overlay_says_when_a_metric_was_not_recorded():
+    fig = fcur.line_overlay(two_runs(), "w/mean", "w")
+    assert not fig.data and "not recorded" in fig.layout.annotations[0].text
+
+
+def test_clip_fractions_draw_outside_dashed_and_binding_solid_per_branch_and_side():
+    f = two_runs(3)
+    for side in ("low", "high"):
+        f[f"clip/token/outside_{side}"] = 0.2
+        f[f"clip/token/binding_{side}"] = 0.1
+    fig = fcur.clip_fractions(f, ("token", "sequence"))
+    assert len(fig.data) == 2 * 2 * 2  # runs × sides × kinds; sequence absent
+    by_meta = {(t.meta, t.line.dash) for t in fig.data}
+    assert ("clip/token/outside_high", "dash") in by_meta and ("clip/token/binding_low", "solid") in by_meta
+    assert fcur.clip_fractions(two_runs(), ("token",)).layout.annotations[0].text.startswith("no data")
+
+
+def test_collapse_figure_marks_the_detected_step():
+    steps = np.arange(60)
+    f = pd.DataFrame({"run": "a", "step": steps, "entropy/mean": np.where(steps >= 30, 0.1, 1.0),
+                      "length/mean": np.where(steps >= 35, 50.0, 200.0)})
+    v = detect_collapse(f.set_index("step")["entropy/mean"], f.set_index("step")["length/mean"])
+    assert v.step == 35
+    fig = fc.collapse_figure(f, {"a": v})
+    assert {s["x0"] for s in fig.layout.shapes} == {35}  # one line per subplot
+    thresholds = [t.y[0] for t in fig.data if "threshold" in t.name]
+    assert thresholds == pytest.approx([0.5, 140.0])
+
+
+def test_group_outcomes_and_entropy_percentiles_plot_their_columns():
+    f = two_runs(4).assign(**{"groups/all_correct_frac": 0.25, "groups/all_wrong_frac": 0.5, "entropy/p50": 0.3,
+                              "entropy/p99": 3.0, "entropy/frac_below_0.01": 0.4})
+    g = fc.group_outcomes(f)
+    assert {t.meta for t in g.data} == {"groups/all_correct_frac", "groups/all_wrong_frac"}
+    assert list(traces(g, "a · all wrong")[0].y) == [0.5] * 4
+    p = fc.entropy_percentiles(f, "b")
+    assert list(traces(p, "p99 (high-entropy minority)")[0].y) == [3.0] * 4
+    assert fc.entropy_percentiles(two_runs(), "a").layout.annotations[0].text.startswith("no data")
+
+
+def test_entropy_split_on_a_two_bin_histogram():
+    edges = np.array([0.0, 1.0, 3.0])
+    split = fc.entropy_split(edges, np.array([80, 20]), q=0.8)
+    assert split.threshold == 1.0
+    assert split.mean_low == pytest.approx(0.5) and split.mean_high == pytest.approx(np.sqrt(3.0))
+    share = 20 * np.sqrt(3) / (80 * 0.5 + 20 * np.sqrt(3))
+    assert split.entropy_share_high == pytest.approx(share)
+    assert np.isnan(fc.entropy_split(edges, np.array([0, 0])).threshold)
+
+
+def test_entropy_split_figure_colours_majority_and_minority():
+    e = entropy_edges(50)
+    counts = np.zeros(len(e) - 1, int)
+    counts[100], counts[300] = 80, 20
+    split = fc.entropy_split(e, counts)
+    fig = fc.entropy_split_figure(e, counts, split, "t")
+    assert [t.name for t in fig.data] == ["low-entropy majority", "high-entropy minority"]
+    assert max(fig.data[0].y) == pytest.approx(0.8) and max(fig.data[1].y) == pytest.approx(0.2)
+
+
+def test_log_ratio_heatmap_normalises_per_step_and_marks_the_trust_region():
+    edges = log_ratio_edges(0.8, 1.28, 4, 4)
+    c = np.zeros(len(edges) - 1, int)
+    c[5] = 10
+    hists = {0: (edges, c), 5: (edges, 2 * c), 9: (log_ratio_edges(0.9, 1.1, 4, 4), c)}  # step 9: other edges
+    counts, e = fo.heatmap_frame(hists)
+    assert list(counts.index) == [0, 5]
+    fig = fo.log_ratio_heatmap(counts, e, (0.8, 1.28), "t")
+    z = np.asarray(fig.data[0].z, float)
+    assert z.shape == (len(edges) - 1, 2) and z[5, 0] == 0.0 and z[5, 1] == 0.0  # log10(1): all in one bin
+    assert np.isnan(z[0, 0])
+    assert sorted(s["y0"] for s in fig.layout.shapes) == pytest.approx([np.log(0.8), np.log(1.28)])
+    assert fo.log_ratio_heatmap(pd.DataFrame(), np.array([]), None, "t").layout.annotations
+
+
+def test_outlier_table_keeps_the_farthest_per_branch_with_context():
+    rows = pd.DataFrame({"branch": ["token", "token", "mixed"], "side": "high", "distance": [0.1, 0.9, 0.5],
+                         "log_ratio": [0.3, 1.0, 0.7], "binding": True, "token_text": ["x", "y", "z"],
+                         "context_left": ["a ", "b ", "c "], "context_right": [" d", None, " f"],
+                         "entropy": 0.1, "w": None, "advantage": 1.0, "response_id": 1, "position": 2, "epoch": 0})
+    t = fo.outlier_table(rows, ["token"], top=1)
+    assert list(t["context"]) == ["b ⟦y⟧"]
+    assert t["ratio"].iloc[0] == pytest.approx(np.e)
+
+
+def test_token_colours_are_diverging_for_ratios_and_grey_when_missing():
+    c = token_colors([1.0, 0.8, 1.28, np.nan], "token_ratio", (0.8, 1.28))
+    assert c[0] == "#ffffff" and c[1] == "#2166ac" and c[2] == "#b2182b" and c[3] == "#eeeeee"
+    assert token_colors([0.0, 1.0], "w") == ["#ffffff", "#1b7837"]
+    with pytest.raises(ValueError, match="colour by"):
+        token_colors([1.0], "nope")
+
+
+def test_rollout_html_escapes_text_and_boxes_outside_tokens():
+    out = rollout_html(["<b>", "\n", "ok"], [1.5, 1.0, 1.0], "token_ratio", (0.8, 1.28), [True, False, False])
+    assert "&lt;b&gt;" in out and "<b>" not in out and "↵<br>" in out
+    assert out.count("box-shadow") == 1 and out.count('class="tok"') == 3
+
+
+def eval_frame():
+    rows = []
+    for run, algo in (("r1", "dhpo-e"), ("r2", "grpo")):
+        for step, acc in ((10, 0.2), (20, 0.4)):
+            s = {"benchmarks": {"aime24": {"headline": "avg@32", "avg@32": acc},
+                                "gsm8k": {"headline": "avg@1", "avg@1": acc + 0.5}}, "AVG": acc + 0.25}
+            rows += fe.summary_rows(s, label=f"{run} · {step}", run=run, algorithm=algo, step=step)
+    return pd.DataFrame(rows)
+
+
+def test_table1_pivots_benchmarks_with_headline_metric_and_avg():
+    t = fe.table1(eval_frame())
+    assert list(t.columns) == ["aime24 (avg@32)", "gsm8k (avg@1)", "AVG"]
+    assert t.loc[("r2 · 20", "grpo")].tolist() == pytest.approx([40.0, 90.0, 65.0])
+    assert fe.table1(pd.DataFrame()).empty
+
+
+def test_accuracy_curve_one_line_per_run():
+    fig = fe.accuracy_curve(eval_frame())
+    assert [t.name for t in fig.data] == ["r1", "r2"]
+    assert list(fig.data[0].x) == [10, 20] and list(fig.data[0].y) == pytest.approx([45.0, 65.0])
+    bench = fe.accuracy_curve(eval_frame(), "aime24")
+    assert list(bench.data[1].y) == pytest.approx([20.0, 40.0])
+
+
+def test_problem_views_list_every_sample_with_its_grade():
+    recs = [dict(problem_id="p1", sample=s, extracted=str(s % 2), correct=s % 2 == 0, status="ok", reason="r",
+                 n_tokens=5, finish_reason="stop") for s in (1, 0, 2)]
+    recs += [dict(problem_id="p2", sample=0, extracted=None, correct=False, status="no_answer", reason="none",
+                  n_tokens=9, finish_reason="length")]
+    ov = fe.problem_overview(recs)
+    assert list(ov["problem_id"]) == ["p2", "p1"]  # hardest first
+    assert ov.set_index("problem_id").loc["p1", "answers"] == 2
+    ps = fe.problem_samples(recs, "p1")
+    assert list(ps["sample"]) == [0, 1, 2] and list(ps["correct"]) == [True, False, True]
+
+
+def test_step_sampling_and_histogram_names():
+    steps = list(range(0, 1000))
+    shown = sample_steps(steps, 100, 899, n=50)
+    assert len(shown) == 50 and shown[0] == 100 and shown[-1] == 899
+    assert sample_steps([1, 5, 9], 0, 5) == [1, 5]
+    assert log_ratio_names("token", "A<0") == ["log_ratio/token/neg"]
+    assert len(log_ratio_names("mixed", "all")) == 3
