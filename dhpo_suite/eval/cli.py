@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -95,7 +96,7 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2)
             console.print(f"results: {results}")
-        out_console = Console()
+        out_console = Console(width=None if sys.stdout.isatty() else 160)  # files/pipes get the full table
         out_console.print(headline_table(summaries))
         for label, s in summaries.items():
             out_console.print(detail_table(s, title=f"Details: {label}"))
@@ -111,8 +112,11 @@ def _run_one(model_dir, results, names, settings, options, resume, regrade, cons
     if regrade:
         with progress_bars(console) as bars:
             return regrade_dir(results, settings, progress=bars, notify=notify)
+    from dhpo_suite.eval.benchmarks import load_problems
     from dhpo_suite.eval.engine import Engine
 
+    for name in names:  # bad data fails now, not after minutes of model loading
+        load_problems(name, settings.data_dir, settings.limit)
     console.print(f"loading {model_dir} ...")
     engine = Engine(model_dir, options)
     try:

@@ -1,0 +1,87 @@
+"""`dhpo-suite eval` as users run it: SIGKILL mid-evaluation then --resume; clear errors on bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from dhpo_suite.cli import app
+from dhpo_suite.runs import eval_results as er
+
+N = 16
+
+
+def _eval_cmd(model, out, *extra):
+    return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arith", "--model", str(model), "--out",
+            str(out), "--limit", str(N), "--max-new-tokens", "16", "--batch-size", "4", "--grader-workers", "1",
+            *extra]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_eval_then_resume_completes(tiny_model_dir, tmp_path):
+    out = tmp_path / "res"
+    path = er.samples_path(out, "arith")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(_eval_cmd(tiny_model_dir, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
+    deadline = time.time() + 150
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists() and path.read_text().count("\n") >= 4:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"finished or died before the kill: {proc.stderr.read().decode()[-2000:]}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = er.read_samples(path).records
+    assert 4 <= len(kept) < N, "the kill came too late to test anything"
+
+    res = subprocess.run(_eval_cmd(tiny_model_dir, out, "--resume"), capture_output=True, text=True, env=env,
+                         timeout=200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    final = er.read_samples(path)
+    assert not final.skipped
+    assert final.records[: len(kept)] == kept  # nothing stored before the kill was redone or lost
+    assert sorted(r["problem_id"] for r in final.records) == sorted(f"test-0-{i}" for i in range(N))
+    assert "arith" in res.stdout and "AVG" in res.stdout  # the results table
+    assert json.loads((out / er.SUMMARY).read_text())["benchmarks"]["arith"]["n_problems"] == N
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bench", "aime23", "--model", "."], "unknown benchmark"),
+    (["--bench", "arith"], "exactly one of --model PATH or --run RUN_DIR"),
+    (["--bench", "arith", "--model", "/nonexistent/m"], "is not a directory"),
+    (["--bench", "arith", "--run", "."], "no complete checkpoints"),
+])
+def test_bad_arguments_fail_with_a_clear_message(args, message):
+    res = CliRunner().invoke(app, ["eval", *args])
+    assert res.exit_code == 2
+    assert message in res.output
+
+
+def test_malformed_data_file_fails_before_loading_the_model(tmp_path):
+    (tmp_path / "aime24.jsonl").write_text('{"id": "1", "problem": "P", "answer": "5"}\n{"id": "2", "problem": "Q"}\n')
+    res = CliRunner().invoke(app, ["eval", "--bench", "aime24", "--model", str(tmp_path), "--data-dir", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "aime24.jsonl:2: field 'answer': missing" in res.output.replace("\n", "")
+
+
+def test_run_mode_targets_complete_checkpoints_and_stores_results_in_the_run(tmp_path):
+    from dhpo_suite.eval.cli import _targets
+    from dhpo_suite.runs.format import checkpoint_marker, checkpoint_path
+
+    for step in (10, 20, 30):
+        checkpoint_path(tmp_path, step).mkdir(parents=True)
+    for step in (10, 20):  # step 30 is still being written
+        checkpoint_marker(checkpoint_path(tmp_path, step)).touch()
+    targets = _targets(None, tmp_path, "all", None)
+    assert [(t[0], t[2]) for t in targets] == [("step 10", tmp_path / "evals" / "step-000010"),
+                                               ("step 20", tmp_path / "evals" / "step-000020")]
+    assert targets[0][1] == str(checkpoint_path(tmp_path, 10))
+    assert [t[0] for t in _targets(None, tmp_path, "last", None)] == ["step 20"]
+    with pytest.raises(Exception, match=r"step\(s\) \[30\]"):
+        _targets(None, tmp_path, "10,30", None)
