@@ -87,11 +87,15 @@ def _numbers(gold: Num, pred: Num, gold_raw: str, pred_raw: str) -> tuple[bool, 
 
 def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool, str]:
     gold_expr = parse_latex(gold)
-    if gold_expr is None:
-        return False, f"gold {gold!r} is not parseable by math-verify; strings differ"
+    if gold_expr is None or not keeps_variables(gold, gold_expr):
+        same = loose_key(gold) == loose_key(pred)
+        why = "not parseable" if gold_expr is None else f"misread as {_short(gold_expr)}"
+        return same, f"gold {gold!r} {why} by math-verify; compared as text: {'same' if same else 'differs'}"
     pred_expr = parse_latex(pred)
     if pred_expr is None:
         return False, f"prediction {pred!r} is not parseable by math-verify"
+    if not keeps_variables(pred, pred_expr):
+        return False, f"prediction {pred!r} misread by math-verify as {_short(pred_expr)}; not compared"
     if gold_num is not None:
         value = numeric_value(pred_expr)
         if value is None:
@@ -145,6 +149,48 @@ def numeric_value(expr) -> Fraction | None:
         return Fraction(Decimal(str(value)))
     except (InvalidOperation, ValueError):
         return None
+
+
+def keeps_variables(text: str, expr) -> bool:
+    """False when math-verify's parse dropped or merged variables of `text`.
+
+    math-verify 0.9.0 strips letters it takes for units (`\\frac{37}{4} m` → 37/4,
+    `\\frac{1}{3} E_{1}+\\frac{2}{3} E_{2}` → 2/3) and lower-cases symbols (`N=n` → Eq(n, n)); such a
+    parse would accept wrong answers, so it is not trusted. Letters used as function names (`f(x)`),
+    subscripts, commands, `\\text{}`, `e`, `i` and the `d` of a derivative are not counted.
+    """
+    letters = _variable_letters(text)
+    if not letters:
+        return True
+    if any(c.islower() and c.upper() in letters for c in letters):
+        return False  # `N` and `n` are distinct here, one symbol after parsing
+    try:
+        symbols = expr.free_symbols
+    except AttributeError:
+        return False
+    parsed = {str(s).split("_")[0][:1].lower() for s in symbols}
+    return {c.lower() for c in letters} <= parsed
+
+
+def loose_key(text: str) -> str:
+    """Text with insignificant spaces removed (a space after a command before a letter is kept)."""
+    return re.sub(r"(\\[A-Za-z]+)?\s+(?=([A-Za-z])?)",
+                  lambda m: (m.group(1) or "") + (" " if m.group(1) and m.group(2) else ""), text)
+
+
+def _variable_letters(text: str) -> set[str]:
+    t = re.sub(r"\\(?:text|mathrm|textrm|operatorname|mbox|begin|end)\s*\{[^{}]*\}", " ", text)
+    t = re.sub(r"_\{[^{}]*\}|_[A-Za-z0-9]", " ", t)
+    if "\\frac{d" in t or "\\frac{\\partial" in t:
+        t = re.sub(r"\bd(?=\s*[A-Za-z\\^])", " ", t)
+    t = re.sub(r"\\[A-Za-z]+", " ", t)
+    t = re.sub(r"[A-Za-z]+\s*\(", " ", t)  # f(x), u(t), sin(x): names, not variables
+    t = re.sub(r"[A-Za-z]{2,}", " ", t)  # words and function names (sin, log, max)
+    return set(re.findall(r"[A-Za-z]", t)) - {"e", "i"}
+
+
+def _short(expr) -> str:
+    return str(expr)[:80]
 
 
 def warm_up() -> None:

@@ -20,7 +20,9 @@ _PHRASE_RE = re.compile(
     r"(?:final\s+answer\s*(?:is|:)|the\s+answer\s+is|^\s*\**answer\**\s*:|####)\s*:?",
     re.IGNORECASE | re.MULTILINE,
 )
-_INLINE_MATH_RE = re.compile(r"\$\$?([^$]+)\$\$?|\\\((.+?)\\\)|\\\[(.+?)\\\]")
+_INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign, not a delimiter
+    r"(?<!\\)\$\$?((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
+)
 _NUMBER_RE = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _PHRASE_TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
 _MAX_BOX_CANDIDATES = 50  # bounds work on adversarial text made of thousands of unclosed boxes

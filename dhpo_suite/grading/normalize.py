@@ -59,6 +59,7 @@ def normalize(answer: str) -> str:
     s = s.replace("\\$", "").replace("$", "").replace("\\%", "").replace("%", "")
     s = s.replace("{,}", ",")
     s = re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"(?<!\\)([(\[])\s+|\s+(?=[)\]])", r"\1", s)
     s = re.sub(r"(?:[.;:?,]|\\\.)+$", "", s).strip()
     if _THOUSANDS_RE.match(s):
         s = s.replace(",", "")

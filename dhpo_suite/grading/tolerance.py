@@ -8,8 +8,8 @@ notation (`4.5\\times10^{33}`, `4.5\\cdot 10^{33}`), a power of ten (`10^{-3}`) 
 Policy (false positives are worse than false negatives):
 * equal values always match (`025` = `25`, `0.5` = `\\frac12`, `4.5e33` = `4.5\\times10^{33}`);
 * an exact gold (integer or fraction) matches only an equal value, except that a decimal prediction
-  for a non-integer gold is accepted when it has at least 4 significant digits and lies within one
-  unit of its own last digit (`0.6667` or `0.6666` for 2/3; not `0.67`, not `0.6668`);
+  for a non-integer gold is accepted when it has at least 4 significant digits and is the gold
+  rounded or truncated at its own last digit (`0.6667` or `0.6666` for 2/3; not `0.67`, `0.6668`);
 * a rounded gold with >= 2 significant digits matches a prediction that rounds to it, i.e.
   |pred - gold| <= ulp(gold)/2 (`1.6` accepts `1.62` and `8/5`, rejects `1.66` and `1.5`);
 * a rounded gold with 1 significant digit (`0.2`, `1e11`) allows only relative error 1e-4
@@ -71,13 +71,13 @@ def numbers_match(gold: Num, pred: Num) -> tuple[bool, str]:
             g.denominator != 1
             and not pred.exact
             and pred.sig >= MIN_SIG_FOR_DECIMAL_OF_EXACT
-            and diff < pred.ulp
+            and (diff <= pred.ulp / 2 or (abs(p) <= abs(g) and diff < pred.ulp))
         ):
             return True, f"{pred.text} is {gold.text} to {pred.sig} significant digits"
         return False, f"numbers differ: {pred.text} != {gold.text}"
     if gold.sig >= 2 and diff <= gold.ulp / 2:
         return True, f"{pred.text} rounds to the rounded gold {gold.text} (+-{_fmt(gold.ulp / 2)})"
-    if diff <= REL_TOL_ONE_DIGIT * abs(g):
+    if gold.sig == 1 and diff <= REL_TOL_ONE_DIGIT * abs(g):
         return True, f"{pred.text} is within relative 1e-4 of gold {gold.text}"
     return False, f"numbers differ: {pred.text} is not {gold.text} within its rounding"
 
