@@ -103,6 +103,10 @@ class RunReader:
                 self._problem(e.path, e.reason)
         return out
 
+    def step_distributions(self, step: int) -> dict[str, Histogram]:
+        """Every histogram of one step, {name: Histogram} (one file read)."""
+        return histograms_from_table(self._step_table("distributions", step, DISTRIBUTION_SCHEMA))
+
     def distribution_names(self, step: int) -> list[str]:
         table = self._step_table("distributions", step, DISTRIBUTION_SCHEMA, columns=["name"])
         return sorted(table.column("name").to_pylist())
@@ -130,7 +134,7 @@ class RunReader:
         if row.empty:
             raise KeyError(f"{self.run_dir}: step {step} is not committed")
         scalars = {k: float(v) for k, v in row.iloc[0].items() if k not in ("step", "time") and pd.notna(v)}
-        dists = histograms_from_table(self._step_table("distributions", step, DISTRIBUTION_SCHEMA))
+        dists = self.step_distributions(step)
         outl = self._step_table("outliers", step, OUTLIER_SCHEMA).drop_columns(["step"]).to_pylist()
         samp = self._step_table("samples", step, SAMPLE_SCHEMA).drop_columns(["step"]).to_pylist()
         return StepRecord(step, scalars, dists, outl, samp)
@@ -171,6 +175,8 @@ def _read_parquet(path: Path, columns=None, filters=None) -> pa.Table:
     if not path.exists():
         raise RunFormatError(path, "missing")
     try:
+        if filters is None:  # ParquetFile skips the dataset layer: ~2x faster for small files
+            return pq.ParquetFile(path).read(columns=columns)
         return pq.read_table(path, columns=columns, filters=filters)
     except FileNotFoundError:
         raise

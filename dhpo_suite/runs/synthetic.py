@@ -49,7 +49,7 @@ def write_synthetic_run(
     prompts: int = 8,
     group_size: int = 8,
     max_len: int = 128,
-    compact_every: int = 100,
+    compact_every: int = 25,
     checkpoint_every: int = 50,
 ) -> Path:
     """Write a complete synthetic run directory (status "completed") and return its path.

@@ -3,7 +3,7 @@
 Every file is written to a hidden temp name in its final folder, flushed, then `os.replace`d into place,
 so a reader (or a SIGKILL at any instant) sees either the old file or the new one, never half of one.
 A step's distributions, outliers and samples are written before its scalars row; the scalars file is the
-commit point. Every `compact_every` steps the per-step scalar files are folded into `scalars.parquet`
+commit point. Every `compact_every` (25) steps the per-step scalar files are folded into `scalars.parquet`
 (rewritten atomically, then the folded per-step files are deleted), so reading 1000 steps opens a
 handful of files.
 """
@@ -83,7 +83,7 @@ class RunWriter:
         manifest: Manifest,
         *,
         resume: bool = False,
-        compact_every: int = 100,
+        compact_every: int = 25,
         fsync: bool = True,
     ):
         self.run_dir = Path(run_dir)
@@ -106,6 +106,8 @@ class RunWriter:
                 stale.unlink(missing_ok=True)
         self._write_manifest()
         self._pending = len(self._per_step_scalar_files())
+        if self._pending and self.compact_every:  # a killed run left per-step files: fold them now
+            self.compact()
 
     # ---- steps ----
     def write_step(self, record: StepRecord) -> None:

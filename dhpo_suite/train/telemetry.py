@@ -82,8 +82,11 @@ class TelemetryAccumulator:
             raise ValueError(f"response_ids has {rids.numel()} entries for a batch of {mask.shape[0]} rows")
         for name, br in output.branches.items():
             self._state.set_bounds(name, br.low, br.high)
-        self._add_token_stats(output, mask)
-        self._add_histograms(output, mask)
+        # Reduce over the valid tokens only (one gather per quantity; padding costs nothing after this).
+        sel = mask.reshape(-1).nonzero().squeeze(1)
+        v = lambda t: t.reshape(-1).index_select(0, sel)  # noqa: E731
+        self._add_token_stats(output, mask, v)
+        self._add_histograms(output, mask, v, sel % mask.shape[1])
         if self.spec.top_k:
             offer_outliers(self._state, output, mask, rids, token_ids, token_texts, epoch)
         if self.spec.n_samples:
@@ -166,34 +169,36 @@ class TelemetryAccumulator:
         else:
             self._dev[key] = old + value
 
-    def _add_token_stats(self, out: ObjectiveOutput, mask: torch.Tensor) -> None:
-        m = mask
-        count = lambda b: b.logical_and(m).sum()  # noqa: E731
-        total = lambda x: torch.where(m, x.double(), 0.0).sum()  # noqa: E731
-        self._add("c", "tokens", m.sum())
+    def _add_token_stats(self, out: ObjectiveOutput, mask: torch.Tensor, v) -> None:
+        """Counts and float64 sums over the valid tokens; `v(t)` gathers t's valid tokens as a 1-D tensor."""
+        f64 = torch.float64
+        self._add("c", "tokens", mask.count_nonzero())
         self._add("c", "nonfinite", out.nonfinite.reshape(()).long())
-        self._add("s", "loss", total(out.loss_mat))
-        lr = out.log_ratio.double()
-        self._add("s", "kl_k1", total(-lr))
-        self._add("s", "kl_k3", total(torch.expm1(lr) - lr))
-        adv = out.advantages.double()
-        self._add("s", "adv", total(adv))
-        self._add("s", "adv_sq", total(adv * adv))
-        self._add("c", "adv_pos", count(adv > 0))
-        self._add("c", "adv_neg", count(adv < 0))
-        self._add("min", "adv", torch.where(m, adv, torch.inf).min())
-        self._add("max", "adv", torch.where(m, adv, -torch.inf).max())
+        self._add("s", "loss", v(out.loss_mat).sum(dtype=f64))
+        lr = v(out.log_ratio).double()
+        self._add("s", "kl_k1", -lr.sum())
+        self._add("s", "kl_k3", (torch.expm1(lr) - lr).sum())
+        adv = v(out.advantages).double()
+        self._add("s", "adv", adv.sum())
+        self._add("s", "adv_sq", (adv * adv).sum())
+        self._add("c", "adv_pos", (adv > 0).sum())
+        self._add("c", "adv_neg", (adv < 0).sum())
+        if adv.numel():
+            self._add("min", "adv", adv.min())
+            self._add("max", "adv", adv.max())
         for b, br in out.branches.items():
-            self._add("s", f"ratio/{b}", total(br.ratio))
+            self._add("s", f"ratio/{b}", v(br.ratio).sum(dtype=f64))
             for side in ("outside_low", "outside_high", "binding_low", "binding_high"):
-                self._add("c", f"clip/{b}/{side}", count(getattr(br, side)))
+                # Branch flags are False on masked tokens (ObjectiveOutput contract): no gather needed.
+                self._add("c", f"clip/{b}/{side}", getattr(br, side).count_nonzero())
         if out.entropy is not None:
-            self._add("c", "entropy_tokens", m.sum())
-            self._add("s", "entropy", total(out.entropy))
-            self._add("c", f"entropy_below_{ENTROPY_LOW}", count(out.entropy < ENTROPY_LOW))
+            self._add("c", "entropy_tokens", mask.count_nonzero())
+            ent = v(out.entropy)
+            self._add("s", "entropy", ent.sum(dtype=f64))
+            self._add("c", f"entropy_below_{ENTROPY_LOW}", (ent < ENTROPY_LOW).sum())
         if out.mix_weight is not None:
-            self._add("c", "w_tokens", m.sum())
-            self._add("s", "w", total(out.mix_weight))
+            self._add("c", "w_tokens", mask.count_nonzero())
+            self._add("s", "w", v(out.mix_weight).sum(dtype=f64))
 
     def _bins(self, name: str, x: torch.Tensor) -> tuple[torch.Tensor, int]:
         """Bin index of every element of x (bins [e_i, e_i+1), out-of-range values in the end bins)."""
@@ -209,33 +214,30 @@ class TelemetryAccumulator:
         inner = self._edges[key]
         return torch.bucketize(x.double(), inner, right=True), inner.numel() + 1
 
-    def _hist(self, name: str, idx: torch.Tensor, n: int, mask: torch.Tensor) -> None:
-        """Add counts of idx (masked-out elements go to a dropped overflow slot: no host sync)."""
-        idx = torch.where(mask, idx, n).reshape(-1)
-        counts = torch.zeros(n + 1, dtype=torch.int64, device=idx.device)
-        counts.index_add_(0, idx, torch.ones_like(idx))
-        self._add("h", name, counts[:n])
+    def _hist(self, name: str, idx: torch.Tensor, n: int) -> None:
+        self._add("h", name, torch.bincount(idx, minlength=n)[:n])
 
-    def _add_histograms(self, out: ObjectiveOutput, mask: torch.Tensor) -> None:
-        sign = torch.where(out.advantages > 0, 0, torch.where(out.advantages < 0, 1, 2))
+    def _add_histograms(self, out: ObjectiveOutput, mask: torch.Tensor, v, positions: torch.Tensor) -> None:
+        adv = v(out.advantages)
+        sign = torch.where(adv > 0, 0, torch.where(adv < 0, 1, 2))  # pos, neg, zero
+        token_idx = None
         for b, br in out.branches.items():
-            idx, n = self._bins(f"log_ratio/{b}/pos", torch.log(br.ratio.double().clamp_min(1e-300)))
-            for s, sname in enumerate(_SIGN_NAMES):
-                self._hist(f"log_ratio/{b}/{sname}", idx, n, mask & (sign == s))
+            idx, n = self._bins(f"log_ratio/{b}/pos", v(br.ratio).double().clamp_min(1e-300).log())
+            token_idx = (idx, n) if b == "token" else token_idx
+            counts = torch.bincount(sign * n + idx, minlength=3 * n)
+            for s, sname in enumerate(_SIGN_NAMES):  # one pass for the three advantage signs
+                self._add("h", f"log_ratio/{b}/{sname}", counts[s * n : (s + 1) * n])
         if out.mix_weight is not None:
-            idx, n = self._bins("w", out.mix_weight)
-            self._hist("w", idx, n, mask)
+            self._hist("w", *self._bins("w", v(out.mix_weight)))
         if out.entropy is None:
             return
-        idx, n = self._bins("entropy", out.entropy)
-        self._hist("entropy", idx, n, mask)
-        ie, ne = self._bins("entropy_coarse", out.entropy)
-        pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
-        ip, npos = self._bins("position", pos.double())
-        self._hist("entropy_x_position", ie * npos + ip, ne * npos, mask)
-        tok = out.branches["token"].ratio.double().clamp_min(1e-300).log()
-        il, nl = self._bins("log_ratio/token/pos", tok)
-        self._hist("entropy_x_log_ratio", ie * nl + il, ne * nl, mask)
+        ent = v(out.entropy)
+        self._hist("entropy", *self._bins("entropy", ent))
+        ie, ne = self._bins("entropy_coarse", ent)
+        ip, npos = self._bins("position", positions)
+        self._hist("entropy_x_position", ie * npos + ip, ne * npos)
+        il, nl = token_idx
+        self._hist("entropy_x_log_ratio", ie * nl + il, ne * nl)
 
 
 def _np(x: Any, dtype) -> np.ndarray:

@@ -22,19 +22,17 @@ __all__ = ["offer_outliers", "offer_samples", "clip_codes"]
 _LOW32 = 0xFFFFFFFF
 
 
-def _distance(br: Branch) -> torch.Tensor:
-    """(B, T) float32 log-space distance outside [low, high]; 0 inside or when not outside."""
-    logr = br.ratio.float().clamp_min(1e-30).log()
-    lo, hi = math.log(max(br.low, 1e-30)), math.log(br.high)  # low=0: one-sided (CISPO)
-    d = torch.where(br.outside_low, lo - logr, torch.where(br.outside_high, logr - hi, 0.0))
-    return d.clamp_min(0.0)
+def _distance(ratio: torch.Tensor, low_side: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """float32 log-space distance outside [low, high] of ratios known to be outside (low_side: below)."""
+    logr = ratio.float().clamp_min(1e-30).log()
+    lo, hi = math.log(max(low, 1e-30)), math.log(high)  # low=0: one-sided region (CISPO)
+    return torch.where(low_side, lo - logr, logr - hi).clamp_min(0.0)
 
 
-def _key(dist: torch.Tensor, local: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """int64 key ordering by (distance desc, local rank asc); -1 where not valid. dist >= 0 float32."""
+def _key(dist: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
+    """int64 key ordering by (distance desc, local rank asc). dist >= 0 float32, local < 2**32."""
     bits = dist.float().contiguous().view(torch.int32).long()
-    key = (bits << 32) | (_LOW32 - local)
-    return torch.where(valid, key, -1)
+    return (bits << 32) | (_LOW32 - local)
 
 
 def offer_outliers(
@@ -46,38 +44,38 @@ def offer_outliers(
     token_texts: Sequence[Sequence[str]] | None,
     epoch: int,
 ) -> None:
+    """Offer each branch's top-K outside tokens of this micro-batch (only outside tokens are touched)."""
     B, T = mask.shape
     dev = mask.device
     rank = torch.empty(B, dtype=torch.int64)
-    rank[torch.argsort(rids, stable=True)] = torch.arange(B)
+    rank[torch.argsort(rids, stable=True)] = torch.arange(B)  # rank of each row's response id
     rank = rank.to(dev)
     for name, br in out.branches.items():
         if br.low is None or br.high is None:
             continue
-        dist = _distance(br)
         outside = br.outside_low | br.outside_high
-        if name == "sequence":  # one ratio per response: pick the row, point at its most-moved token
-            rows_key = _key(dist.amax(-1), rank, outside.any(-1))
-            k = min(st.spec.top_k, B)
-            keys, rows = rows_key.topk(k)
-            pos = torch.where(mask, out.log_ratio.abs(), -1.0).argmax(-1)[rows]
-            dist = dist.amax(-1, keepdim=True).expand_as(dist)
+        if name == "sequence":  # one ratio per response: a row is the unit, pointing at its most-moved token
+            rows = outside.any(-1).nonzero().squeeze(1)
+            first = mask[rows].long().argmax(-1)
+            dist = _distance(br.ratio[rows, first], br.outside_low[rows, first], br.low, br.high)
+            keys = _key(dist, rank[rows])
+            pos = torch.where(mask[rows], out.log_ratio[rows].abs(), -1.0).argmax(-1)
         else:
-            local = rank[:, None] * T + torch.arange(T, device=dev)
-            k = min(st.spec.top_k, B * T)
-            keys, flat = _key(dist, local, outside).reshape(-1).topk(k)
+            flat = outside.reshape(-1).nonzero().squeeze(1)
             rows, pos = flat // T, flat % T
-        keep = keys >= 0
-        rows, pos = rows[keep], pos[keep]
-        if rows.numel():
-            st.offer_outliers(name, _outlier_rows(out, br, dist, mask, rows, pos, rids, token_ids, token_texts,
-                                                 epoch, st.spec.context_tokens))
+            dist = _distance(br.ratio.reshape(-1)[flat], br.outside_low.reshape(-1)[flat], br.low, br.high)
+            keys = _key(dist, rank[rows] * T + pos)
+        if not keys.numel():
+            continue
+        top = keys.topk(min(st.spec.top_k, keys.numel())).indices
+        st.offer_outliers(name, _outlier_rows(out, br, dist[top], mask, rows[top], pos[top], rids, token_ids,
+                                             token_texts, epoch, st.spec.context_tokens))
 
 
 def _outlier_rows(out, br, dist, mask, rows, pos, rids, token_ids, token_texts, epoch, n_ctx) -> list[dict]:
     """Host-side dicts for the selected (row, pos) tokens, with ±n_ctx tokens of context."""
     vals = {
-        "distance": dist[rows, pos].double(),
+        "distance": dist.double(),
         "log_ratio": br.ratio[rows, pos].double().clamp_min(1e-300).log(),
         "binding": (br.binding_low | br.binding_high)[rows, pos].double(),
         "low": br.outside_low[rows, pos].double(),

@@ -77,3 +77,8 @@ def test_leftovers_of_a_killed_step_are_ignored(tmp_path):
     assert r.distributions(None, "entropy").keys() == {1}
     w.write_step(rec)  # resuming overwrites the leftovers
     assert RunReader(run).distributions(2, "entropy").total > 0
+    # Reopening a killed run folds its per-step scalar files and removes torn temp files.
+    (run / "scalars" / ".tmp-999-step-000003.parquet").write_bytes(b"PAR1 torn")
+    RunWriter(run, synthetic_manifest("grpo"), resume=True)
+    assert sorted(p.name for p in (run / "scalars").iterdir()) == ["scalars.parquet"]
+    assert RunReader(run).steps() == [1, 2]
