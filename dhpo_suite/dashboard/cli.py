@@ -15,7 +15,7 @@ RUNS_DIR_ENV = "DHPO_RUNS_DIR"
 def streamlit_argv(port: int, headless: bool, address: str) -> list[str]:
     """The `python -m streamlit run` command line for the app (runs directory passed in the environment)."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(APP),
+        sys.executable, "-m", "dhpo_suite.dashboard.serve", "run", str(APP),
         "--server.port", str(port),
         "--server.address", address,
         "--server.headless", str(headless).lower(),
@@ -23,6 +23,7 @@ def streamlit_argv(port: int, headless: bool, address: str) -> list[str]:
         # The app polls run files itself (st.fragment); Streamlit's source watcher would only add load.
         "--server.fileWatcherType", "none",
         "--theme.base", "light",
+        "--client.toolbarMode", "viewer",
     ]
 
 

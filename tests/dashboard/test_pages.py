@@ -53,22 +53,26 @@ def check_collapse(at, root):
 
 
 def check_outliers(at, root):
-    heat = [f for f in figures(at) if f["title"].startswith("log(ratio)")]
-    assert [f["title"] for f in heat] == [f"log(ratio) of the {b} branch (all)" for b in ("token", "sequence", "mixed")]
-    z = np.asarray(heat[0]["data"][0]["z"], float)
+    heat = figure(at, "log(ratio) of the token branch (all)")
+    z = np.asarray(heat["data"][0]["z"], float)
     assert z.shape[1] == 30 and np.nansum(10 ** z, axis=0) == pytest.approx(np.ones(30))
-    edges = sorted(s["y0"] for s in heat[0]["layout"]["shapes"])
-    assert edges == pytest.approx([np.log(0.8), np.log(1.28)])
-    assert sorted(s["y0"] for s in heat[1]["layout"]["shapes"]) == pytest.approx([np.log(1 - 3e-4), np.log(1 + 4e-4)])
+    assert sorted(s["y0"] for s in heat["layout"]["shapes"]) == pytest.approx([np.log(0.8), np.log(1.28)])
     table = at.dataframe[0].value
     assert "left ⟦tok29_token_0⟧ right" in set(table["context"]) and set(table["branch"]) == {"token", "sequence", "mixed"}
     html = [m.value for m in at.markdown if 'class="rollout"' in m.value]
     assert len(html) == 1 and html[0].count('class="tok"') == 6 and "box-shadow" in html[0]
     at.radio(key="rollout_color").set_value("entropy").run()
+    at.radio(key="outliers_branch").set_value("sequence").run()
     at.radio(key="outliers_sign").set_value("A<0").run()
     no_errors(at)
-    assert figures(at)[0]["title"] == "log(ratio) of the token branch (A<0)"
+    heat = figure(at, "log(ratio) of the sequence branch (A<0)")
+    assert sorted(s["y0"] for s in heat["layout"]["shapes"]) == pytest.approx([np.log(1 - 3e-4), np.log(1 + 4e-4)])
     assert "box-shadow" not in [m.value for m in at.markdown if 'class="rollout"' in m.value][0]
+    at.radio(key="outliers_branch").set_value("mixed").run()
+    at.selectbox(key="outliers_run").set_value("grpo").run()  # grpo has no mixed branch
+    no_errors(at)
+    assert at.radio(key="outliers_branch").options == ["token", "sequence"]
+    assert figure(at, "log(ratio) of the token branch")
 
 
 def check_evaluation(at, root):

@@ -13,10 +13,8 @@ st.title("Branch outliers")
 if not ctx.selected:
     st.info("Pick a run in the sidebar.")
     st.stop()
-c1, c2 = st.columns([1, 1])
+c1, c2, c3 = st.columns([2, 2, 2])
 run = c1.selectbox("Run", ctx.selected, key="outliers_run")
-sign = c2.radio("Tokens", ["all", "A>0", "A<0"], horizontal=True, key="outliers_sign",
-                help="Split by the sign of the token's advantage: the clip that binds depends on it.")
 path = ctx.path(run)
 scal, problems = frames.scalars_frame(ctx, [run])
 controls.show_problems(problems)
@@ -24,18 +22,17 @@ steps = [int(s) for s in scal["step"]]
 if not steps:
     st.stop()
 branches = [b for b in ("token", "sequence", "mixed") if f"ratio/{b}/mean" in scal.columns]
+branch = c2.radio("Branch", branches, horizontal=True, key="outliers_branch")
+sign = c3.radio("Tokens", ["all", "A>0", "A<0"], horizontal=True, key="outliers_sign",
+                help="Split by the sign of the token's advantage: which clip can bind depends on it.")
 (lo, hi), _ = controls.step_controls(steps[-1], "outliers", smoothing=False)
-shown = frames.sample_steps(steps, lo, hi)
 telemetry = data.manifest_telemetry(path, data.run_version(path))
-for branch, tab in zip(branches, st.tabs(branches)):
-    hists, probs = data.histograms(path, shown, frames.log_ratio_names(branch, sign))
-    counts, edges = fig.heatmap_frame(hists)
-    has_region = f"clip/{branch}/outside_low" in scal.columns
-    bounds = data.trust_bounds(edges, telemetry) if has_region and len(edges) else None
-    with tab:
-        controls.show_problems(probs)
-        st.plotly_chart(fig.log_ratio_heatmap(counts, edges, bounds, f"log(ratio) of the {branch} branch ({sign})"),
-                        key=f"heat_{branch}")
+hists, probs = data.histograms(path, frames.sample_steps(steps, lo, hi), frames.log_ratio_names(branch, sign))
+controls.show_problems(probs)
+counts, edges = fig.heatmap_frame(hists)
+bounds = data.trust_bounds(edges, telemetry) if f"clip/{branch}/outside_low" in scal.columns and len(edges) else None
+st.plotly_chart(fig.log_ratio_heatmap(counts, edges, bounds, f"log(ratio) of the {branch} branch ({sign})"),
+                key="outliers_heatmap")
 
 st.subheader("Outlier tokens of a step")
 step = st.select_slider("Step", steps, value=steps[-1], key="outliers_step")
@@ -58,10 +55,10 @@ label = c2.radio("Colour by", list(COLOR_BY), horizontal=True, key="rollout_colo
 row, column = samples.iloc[i], COLOR_BY[label]
 flags = {"token_ratio": "clip_token", "seq_ratio": "clip_sequence", "mixed_ratio": "clip_mixed"}.get(column)
 outside = [bool(f & 3) for f in row[flags]] if flags is not None and row[flags] is not None else None
-branch = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixed"}.get(column)
+ratio_branch = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixed"}.get(column)
 bounds = None
-if branch and f"clip/{branch}/outside_low" in scal.columns:
-    e = data.histogram(path, step, f"log_ratio/{branch}/pos", data.mtime(step_file(path, "distributions", step)))
+if ratio_branch and f"clip/{ratio_branch}/outside_low" in scal.columns:
+    e = data.histogram(path, step, f"log_ratio/{ratio_branch}/pos", data.mtime(step_file(path, "distributions", step)))
     bounds = None if isinstance(e, str) else data.trust_bounds(e[0], telemetry)
 if row[column] is None:
     st.info(f"{label} was not recorded for this run.")

@@ -1,0 +1,169 @@
+"""Dashboard speed and memory in the browser: `dhpo-suite dashboard` driven by Playwright in Debian's Chromium.
+
+    .venv/bin/python benchmarks/dashboard.py [--steps 1000] [--runs-dir DIR]
+
+Writes two synthetic runs (dhpo-e collapsing at 60 %, grpo) of `--steps` steps and, side by side, two of
+steps/10, with full telemetry and a checkpoint evaluation every 100 steps, then for each size starts the
+dashboard headless and measures, in one browser session:
+- first page usable: navigation start → the page's script finished and every chart drawn;
+- switching page (each page, first visit = cold caches, then a second tour = warm);
+- switching run on Branch outliers (cold: a run not looked at yet);
+- server memory (RSS) after the tours and after stepping through 40 different steps on Branch outliers
+  (per-step data is loaded on demand into bounded caches).
+The ratio columns (big / small run) show what grows with the run's length. Targets: first page ≤ 3 s,
+switching ≤ 1 s, memory bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+from dhpo_suite.dashboard.registry import PAGES
+from dhpo_suite.runs import eval_results as er
+from dhpo_suite.runs.synthetic import write_synthetic_run
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def write_evals(run: Path, steps: int) -> None:
+    """A small checkpoint evaluation every 100 steps (2 benchmarks × 10 problems × 4 samples)."""
+    for step in range(100, steps + 1, 100):
+        folder = er.checkpoint_eval_dir(run, step)
+        benches = {}
+        for bench in ("aime24", "math500"):
+            recs = [dict(bench=bench, problem_id=f"{bench}-{p}", sample=s, prompt=f"Problem {p}", response="\\boxed{1}",
+                         n_tokens=100, finish_reason="stop", gold=["1"], extracted="1", correct=(p + s + step // 100) % 3 == 0,
+                         status="ok", reason="match") for p in range(10) for s in range(4)]
+            with er.SampleWriter(er.samples_path(folder, bench)) as w:
+                w.write_batch(recs)
+            benches[bench] = {"headline": "avg@4", "avg@4": sum(r["correct"] for r in recs) / len(recs)}
+        avg = sum(b["avg@4"] for b in benches.values()) / 2
+        er.write_json_atomic(folder / er.SUMMARY, {"results_version": 1, "benchmarks": benches, "AVG": avg})
+
+
+def make_runs(root: Path, steps: int) -> Path:
+    if not (root / "grpo" / "manifest.json").exists():
+        print(f"writing 2 synthetic runs of {steps} steps under {root} ...", flush=True)
+        write_synthetic_run(root / "dhpo-e", steps=steps, algo="dhpo-e", collapse_at=int(0.6 * steps))
+        write_synthetic_run(root / "grpo", steps=steps, algo="grpo", seed=1)
+        for run in ("dhpo-e", "grpo"):
+            write_evals(root / run, steps)
+    return root
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(root: Path) -> tuple[subprocess.Popen, str, float]:
+    port = free_port()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "dhpo_suite.cli", "dashboard", str(root), "--headless",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://localhost:{port}"
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1).read()
+            return proc, url, time.perf_counter() - t0
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("dashboard did not start")
+
+
+def usable(page, t0: float) -> float:
+    """Seconds since t0 until the script has finished and every Plotly chart has drawn its SVG."""
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_function("""() => {
+        const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+        return [...charts].every(c => c.querySelector('.main-svg'));
+    }""", timeout=60_000)
+    return time.perf_counter() - t0
+
+
+def goto_page(page, title: str) -> float:
+    """Click the page's navigation link; seconds until its title shows and it is usable."""
+    t0 = time.perf_counter()
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).click()
+    page.get_by_role("heading", name=title, exact=True).wait_for(timeout=60_000)
+    return usable(page, t0)
+
+
+def pick(page, label: str, option: str) -> float:
+    """Choose `option` in the selectbox labelled `label`; seconds until usable again."""
+    t0 = time.perf_counter()
+    page.get_by_label(label, exact=True).first.click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.wait_for_timeout(150)  # let the rerun start before waiting for it to end
+    return usable(page, t0)
+
+
+def tour(root: Path) -> dict[str, float]:
+    from playwright.sync_api import sync_playwright
+
+    proc, url, startup = start(root)
+    out = {"server start": startup}
+    titles = [p.title for p in PAGES]
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            t0 = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+            out["first page usable"] = usable(page, t0)
+            for title in titles[1:]:
+                out[f"{title} (cold)"] = goto_page(page, title)
+            for title in [*titles[1:], titles[0]]:
+                out[f"{title} (warm)"] = goto_page(page, title)
+            goto_page(page, "Branch outliers")
+            out["switch run (cold)"] = pick(page, "Run", "grpo")
+            out["switch run (warm)"] = pick(page, "Run", "dhpo-e")
+            out["RSS after tours (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+            slider = page.locator('[data-testid="stSlider"]').filter(has_text="Step").last.get_by_role("slider")
+            slider.focus()
+            t0 = time.perf_counter()
+            for _ in range(40):
+                page.keyboard.press("ArrowLeft")  # the previous committed step: not loaded yet
+                page.wait_for_timeout(100)
+                usable(page, time.perf_counter())
+            out["step change (mean of 40)"] = (time.perf_counter() - t0) / 40
+            out["RSS after 40 steps (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--runs-dir", type=Path, default=None, help="reuse/keep generated runs here")
+    args = ap.parse_args()
+    base = args.runs_dir or Path(tempfile.mkdtemp(prefix="dash-bench-"))
+    big = tour(make_runs(base / f"steps-{args.steps}", args.steps))
+    small = tour(make_runs(base / f"steps-{args.steps // 10}", args.steps // 10))
+    print(f"\n| measure | {args.steps // 10} steps | {args.steps} steps | ratio |\n|---|---|---|---|")
+    for key in big:
+        unit = "" if "MiB" in key else " s"
+        print(f"| {key} | {small[key]:.2f}{unit} | {big[key]:.2f}{unit} | {big[key] / small[key]:.2f} |")
+    print(f"\nload average during the run: {os.getloadavg()[0]:.1f} (2 cores)")
+
+
+if __name__ == "__main__":
+    main()

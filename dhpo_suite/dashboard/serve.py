@@ -1,0 +1,33 @@
+"""`python -m dhpo_suite.dashboard.serve <streamlit run args>`: Streamlit's CLI with the app's modules preloaded.
+
+Streamlit runs the app's scripts inside the server process, so importing pandas, pyarrow, Plotly and the
+dashboard here (and drawing one throw-away figure, which builds Plotly's validators) moves ~1-2 s of first-use
+cost from the first page view to server start.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def preload() -> None:
+    import plotly.graph_objects as go
+
+    import dhpo_suite.dashboard.figures.collapse  # noqa: F401
+    import dhpo_suite.dashboard.figures.evaluation  # noqa: F401
+    import dhpo_suite.dashboard.figures.outliers  # noqa: F401
+    import dhpo_suite.dashboard.frames  # noqa: F401
+
+    go.Figure(go.Scatter(x=[0, 1], y=[0, 1])).add_trace(go.Heatmap(z=[[0.0]])).to_json()
+
+
+def main() -> None:
+    preload()
+    from streamlit.web.cli import main as streamlit_main
+
+    sys.argv = ["streamlit", *sys.argv[1:]]
+    streamlit_main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
