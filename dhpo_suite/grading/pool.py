@@ -92,7 +92,7 @@ class GraderPool:
             return self._run(jobs, progress, float(timeout or self.timeout))
 
     def runtime_info(self) -> list[dict]:
-        """What each worker really imported: antlr4 version and file, and the `198\\%` probe."""
+        """Per worker: antlr4 version and file it really imported, the `198\\%` probe, pid, CPU seconds."""
         with self._lock:
             self._check_owner()
             infos = []

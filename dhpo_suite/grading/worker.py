@@ -2,8 +2,8 @@
 
 Protocol on a duplex pipe: the worker first sends ("ready", pid, site_ok) or ("failed", traceback);
 then it answers each (job_id, op, payload) with (job_id, result) and exits on None or EOF.
-ops: "grade" → `check.grade_one(response, golds, bench)`; "info" → the antlr4 runtime it really uses
-and a raw math-verify probe (`198` against `\\boxed{198\\%}`, which 4.9.3 fails and 4.13.2 passes).
+ops: "grade" → `check.grade_one(response, golds, bench)`; "info" → the antlr4 runtime it really uses,
+its CPU seconds so far and a raw math-verify probe (`198` against `\\boxed{198\\%}`, which 4.9.3 fails and 4.13.2 passes).
 The parent enforces the wall-clock limit by killing the process; an address-space limit turns a
 runaway sympy computation (e.g. 10^(10^10)) into a MemoryError instead of swapping the machine.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 import traceback
 
 __all__ = ["serve"]
@@ -49,7 +50,8 @@ def _run(op: str, payload):
         if op == "grade":
             return check.grade_one(*payload)
         if op == "info":
-            return {**runtime.runtime_info(), "probe_198_percent": _probe()}
+            return {**runtime.runtime_info(), "probe_198_percent": _probe(),
+                    "cpu_s": time.process_time()}
         raise ValueError(f"unknown worker op {op!r}")
     except Exception as err:  # MemoryError and RecursionError included: the worker stays usable
         text = f"{type(err).__name__}: {err}"

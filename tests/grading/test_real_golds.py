@@ -42,7 +42,7 @@ def graded():
 def test_no_false_positive_on_near_misses(graded):
     wrong = [(m, v) for m, v in graded if m[2] == "near_miss" and v.correct]
     assert not wrong, wrong[:5]
-    assert sum(m[2] == "near_miss" for m, _ in graded) > 1500
+    assert sum(m[2] == "near_miss" for m, _ in graded) > 1400
 
 
 @pytest.mark.slow
