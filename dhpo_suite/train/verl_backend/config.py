@@ -1,0 +1,69 @@
+"""How DHPO's knobs travel through verl's config: a subclass of verl's PolicyLossConfig.
+
+verl builds `actor.policy_loss` with Hydra's `_target_` (default `verl.workers.config.PolicyLossConfig`)
+and rejects keys that class does not declare. Our launcher sets
+
+    actor_rollout_ref.actor.policy_loss._target_=dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig
+    actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e
+    +actor_rollout_ref.actor.policy_loss.mixing=entropy   (etc., `+` because the key is new to verl's YAML)
+
+so every knob is an ordinary, typed, validated config field that reaches each worker's loss as
+`config.policy_loss.<knob>`. The token branch keeps verl's own `actor.clip_ratio_low/high`, aggregation
+`actor.loss_agg_mode`, SAPO `actor.tau_pos/tau_neg`. Resolving `_target_` imports this module, which
+imports the plugin (registration and hooks), so a broken install fails here, loudly, instead of inside
+verl's silent plugin loader, and a run works even with VERL_USE_EXTERNAL_PLUGINS=none (the hooks patch
+already-imported verl modules in place). `__post_init__` checks the loss name and the knobs with the
+objective library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from verl.workers.config import PolicyLossConfig
+
+from dhpo_suite.train.verl_backend import plugin, registration  # noqa: F401  (plugin: hooks + registration)
+
+__all__ = ["DHPOPolicyLossConfig", "TARGET"]
+
+TARGET = "dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig"
+
+@dataclass
+class DHPOPolicyLossConfig(PolicyLossConfig):
+    """verl's PolicyLossConfig plus dhpo-suite's knobs. None means "the objective's paper default"."""
+
+    mixing: Optional[str] = None
+    """DHPO mixing weight: "avg" (w = avg_weight) or "entropy" (w = g(sg[H]), eq. 9)."""
+    clip: Optional[str] = None
+    """DHPO clipping: "branch" (each ratio in its own region, eq. 10) or "unified" (ablation, eq. 11)."""
+    seq_clip_ratio_low: Optional[float] = None
+    """DHPO sequence-branch ε_low (the token branch uses actor.clip_ratio_low)."""
+    seq_clip_ratio_high: Optional[float] = None
+    """DHPO sequence-branch ε_high (the token branch uses actor.clip_ratio_high)."""
+    avg_weight: Optional[float] = None
+    """DHPO-A's constant w."""
+    entropy_scope: Optional[str] = None
+    """DHPO-E entropy normalisation: "sequence" (per response) or "batch" (per micro-batch)."""
+    dual_clip: Optional[float] = None
+    """GRPO dual-clip constant c (None: no dual clip, as in the paper)."""
+    run_dir: Optional[str] = None
+    """Run directory that receives per-step telemetry (None: no telemetry files)."""
+    telemetry: dict[str, Any] = field(default_factory=dict)
+    """TelemetrySpec overrides (top_k, n_samples, max_response_length, ...)."""
+
+    def __post_init__(self) -> None:
+        name = registration.objective_of(self.loss_mode)
+        if name is not None:
+            registration.check_registered(self.loss_mode)
+            from dhpo_suite.train.verl_backend.policy_loss import check_knobs
+
+            check_knobs(name, self)
+        if self.telemetry:
+            from dhpo_suite.runs import TelemetrySpec
+
+            try:
+                TelemetrySpec(**dict(self.telemetry))
+            except TypeError as e:
+                raise ValueError(f"actor.policy_loss.telemetry: {e}") from None
+

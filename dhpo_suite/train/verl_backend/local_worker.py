@@ -1,0 +1,297 @@
+"""verl's real actor worker driven without Ray: the plugin's end-to-end check (tests, benchmarks, smoke runs).
+
+Each process builds verl's `ActorRolloutRefWorker` (role "actor": FSDP2 engine, optimizer, the wrapped
+`ppo_loss`) from verl's composed config, exactly as a Ray worker would, and feeds it what verl's trainer
+would: a rollout batch (left-padded prompts, right-padded responses, rule rewards, `uid`s), old
+log-probs from the worker's own `compute_log_prob`, and group-normalised advantages (GRPO eq. 1). The
+only stand-in is the sampler: responses are random token ids, as the checks are about the update.
+
+    case = LocalCase(model_dir, ("grpo", "dhpo-e"), run_dir=...)
+    results = run_local(case)                  # world size 1, this process
+    results = run_distributed(case, world=2)   # 2 processes, gloo (CPU) or NCCL (CUDA)
+
+On CPU it uses the "cpu" verl platform (gloo, fp32); on CUDA verl's own platform.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["LocalCase", "worker_overrides", "run_local", "run_distributed"]
+
+
+@dataclass(frozen=True)
+class LocalCase:
+    """One local run of verl's actor worker."""
+
+    model_dir: str
+    """HF model directory (the tiny Qwen3 in tests)."""
+    objectives: tuple[str, ...]
+    """Library objectives, run one after the other on the same worker (loss set via verl's set_loss_fn)."""
+    steps: int = 2
+    """Training steps (update_actor calls), each on a fresh rollout batch."""
+    prompts: int = 4
+    """Prompts per step."""
+    group_size: int = 2
+    """Responses per prompt."""
+    prompt_len: int = 8
+    """Prompt tokens (some left padding is added)."""
+    response_len: int = 16
+    """Maximum response tokens (responses end early at random)."""
+    mini_batches: int = 2
+    """PPO mini-batches per step (optimizer steps per step)."""
+    max_tokens_per_gpu: int = 96
+    """Dynamic-batch token budget: small, so a mini-batch splits into several micro-batches."""
+    lr: float = 1e-3
+    """Learning rate (large, so one step visibly moves a tiny model)."""
+    old_log_prob_noise: float = 0.2
+    """Std of noise added to the old log-probs of every other response (policy lag): their ratios leave 1
+    and clipping happens, the rest keep ratio 1 so even GSPO's narrow region passes gradient."""
+    run_dir: str | None = None
+    """Parent of one run directory per objective, `<run_dir>/<objective>` (None: no telemetry)."""
+    device: str = "cpu"
+    """"cpu" or "cuda"."""
+    fused_kernels: bool = False
+    """verl fused kernels (entropy without the full logits; CUDA + triton)."""
+    gradient_checkpointing: bool = False
+    """Activation checkpointing."""
+    seed: int = 0
+    """Seed of the synthetic rollouts."""
+
+
+def worker_overrides(case: LocalCase, objective: str) -> list[str]:
+    """verl overrides for the case: the algorithm's (same generator as launches) + small local settings."""
+    from dhpo_suite.train.verl_backend.overrides import ACTOR, MODEL, ROLLOUT, algorithm_overrides
+    from dhpo_suite.train.verl_backend.presets import algorithm_settings
+
+    telemetry = {"max_response_length": case.response_len, "top_k": 8, "n_samples": 2}
+    run_dir = None if case.run_dir is None else f"{case.run_dir}/{objective}"
+    out = algorithm_overrides(algorithm_settings(objective), run_dir, telemetry)
+    mini = case.prompts // case.mini_batches
+    out += [
+        f"{MODEL}.path={case.model_dir}",
+        f"{MODEL}.enable_gradient_checkpointing={str(case.gradient_checkpointing).lower()}",
+        f"{MODEL}.use_fused_kernels={str(case.fused_kernels).lower()}",
+        f"{MODEL}.fused_kernel_options.impl_backend={'triton' if case.fused_kernels else 'torch'}",
+        f"+{MODEL}.override_config.attn_implementation=sdpa",
+        f"{ACTOR}.strategy=fsdp2",
+        f"{ACTOR}.use_dynamic_bsz=true",
+        f"{ACTOR}.ppo_max_token_len_per_gpu={case.max_tokens_per_gpu}",
+        f"{ACTOR}.ppo_mini_batch_size={mini}",
+        f"{ACTOR}.optim.lr={case.lr}",
+        f"{ACTOR}.optim.lr_warmup_steps=0",
+        f"{ACTOR}.optim.weight_decay=0.0",  # so a weight change means a gradient
+        f"{ACTOR}.fsdp_config.use_torch_compile={str(case.device != 'cpu').lower()}",
+        f"{ACTOR}.use_torch_compile={str(case.device != 'cpu').lower()}",
+        f"{ROLLOUT}.n={case.group_size}",
+        f"{ROLLOUT}.log_prob_use_dynamic_bsz=true",
+        f"{ROLLOUT}.log_prob_max_token_len_per_gpu={4 * case.max_tokens_per_gpu}",
+        f"{ROLLOUT}.response_length={case.response_len}",
+    ]
+    if case.device == "cpu":  # fp32 end to end: bf16 autocast is slow on CPU and blurs exact checks
+        out.append(f"+{ACTOR}.fsdp_config.mixed_precision={{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}}")
+    return out
+
+
+def _rollout(case: LocalCase, step: int, vocab: int):
+    """A verl rollout batch (all prompts of the step): DataProto with uid and token_level_scores."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+
+    g = torch.Generator().manual_seed(case.seed * 1000 + step)
+    n, p, r = case.prompts * case.group_size, case.prompt_len, case.response_len
+    prompts = torch.randint(3, vocab, (case.prompts, p), generator=g).repeat_interleave(case.group_size, 0)
+    pmask = torch.ones(n, p, dtype=torch.long)
+    pad = torch.randint(0, p // 2, (case.prompts,), generator=g).repeat_interleave(case.group_size)
+    pmask[torch.arange(p) < pad[:, None]] = 0
+    lengths = torch.randint(r // 2, r + 1, (n,), generator=g)
+    rmask = (torch.arange(r) < lengths[:, None]).long()
+    responses = torch.randint(3, vocab, (n, r), generator=g) * rmask
+    rewards = torch.randint(0, 2, (n,), generator=g).float()
+    scores = torch.zeros(n, r)
+    scores[torch.arange(n), lengths - 1] = rewards
+    attn = torch.cat([pmask, rmask], 1)
+    batch = DataProto.from_dict(
+        tensors=dict(prompts=prompts * pmask, responses=responses, input_ids=torch.cat([prompts * pmask, responses], 1),
+                     attention_mask=attn, position_ids=(attn.cumsum(1) - 1).clamp(min=0), response_mask=rmask,
+                     token_level_scores=scores, token_level_rewards=scores),
+        non_tensors=dict(uid=np.array([f"step{step}-prompt{i // case.group_size}" for i in range(n)], dtype=object)),
+    )
+    noise = torch.randn(n, r, generator=g) * case.old_log_prob_noise * (torch.arange(n) % 2)[:, None]
+    return batch, rewards, noise
+
+
+def _update_inputs(worker, case: LocalCase, batch, adv, noise, calculate_entropy: bool):
+    """old log-probs (worker forward + lag noise) and advantages (B,), as verl's trainer sends them."""
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
+
+    td = left_right_2_no_padding(batch.to_tensordict())
+    tu.assign_non_tensor(td, calculate_entropy=False, compute_loss=False, temperature=1.0)
+    old = no_padding_2_padding(tu.get(worker.compute_log_prob(td), "log_probs"), td).float()
+    mask = batch.batch["response_mask"].float()
+    batch.batch["old_log_probs"] = (old + noise) * mask
+    batch.batch["advantages"] = adv[:, None] * mask
+    td = left_right_2_no_padding(batch.to_tensordict())
+    mini = case.prompts // case.mini_batches * case.group_size
+    tu.assign_non_tensor(td, calculate_entropy=calculate_entropy, global_batch_size=mini, mini_batch_size=mini,
+                         epochs=1, seed=case.seed, dataloader_kwargs={"shuffle": False}, compute_loss=True,
+                         temperature=1.0)
+    return td
+
+
+def _params(worker):
+    import torch
+
+    return [p.detach().full_tensor().clone() if hasattr(p, "full_tensor") else p.detach().clone()
+            for p in worker.actor.engine.module.parameters()]
+
+
+def _peak_memory(device: str) -> float:
+    import resource
+
+    import torch
+
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+
+
+def _worker(case: LocalCase):
+    from verl.workers.engine_workers import ActorRolloutRefWorker
+
+    from dhpo_suite.train.verl_backend.overrides import compose
+
+    cfg = compose(worker_overrides(case, case.objectives[0]))
+    worker = ActorRolloutRefWorker(cfg.actor_rollout_ref, role="actor")
+    worker.init_model()
+    return worker
+
+
+def _use_objective(worker, case: LocalCase, objective: str):
+    """Point the worker's loss at `objective` through verl's own set_loss_fn; returns the actor config."""
+    from functools import partial
+
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.workers import engine_workers
+
+    from dhpo_suite.train.verl_backend.overrides import compose
+
+    actor = omega_conf_to_dataclass(compose(worker_overrides(case, objective)).actor_rollout_ref.actor)
+    actor.model_config = worker.actor.engine.model_config
+    worker.actor.set_loss_fn(partial(engine_workers.ppo_loss, config=actor))
+    return actor
+
+
+def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, Any]]:
+    """Run `case` on this process as data-parallel rank `rank` of `world` (process group must exist)."""
+    import torch
+    from verl.utils import tensordict_utils as tu
+
+    from dhpo_suite.train.objectives import group_advantages
+
+    worker = _worker(case)
+    model_config = worker.actor.engine.model_config
+    vocab = min(model_config.hf_config.vocab_size, len(model_config.tokenizer))
+    results = []
+    for objective in case.objectives:
+        actor = _use_objective(worker, case, objective)
+        for step in range(1, case.steps + 1):
+            batch, rewards, noise = _rollout(case, step, vocab)
+            adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
+            share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
+            td = _update_inputs(worker, case, batch[share], adv[share], noise[share], actor.calculate_entropy)
+            before = _params(worker)
+            if case.device == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            start = time.perf_counter()
+            output = worker.update_actor(td)
+            if case.device == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - start
+            after = _params(worker)
+            metrics = tu.get(output, "metrics") if output is not None else {}
+            results.append(dict(
+                objective=objective, step=step, rank=rank, seconds=seconds,
+                peak_memory_gib=_peak_memory(case.device),
+                weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))),
+                metrics={k: v for k, v in metrics.items() if isinstance(v, list)},
+            ))
+    return results
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _setup(rank: int, world: int, port: int, device: str) -> None:
+    import torch
+
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if device == "cpu":
+        from dhpo_suite.train.verl_backend.cpu_platform import use_cpu_platform
+
+        use_cpu_platform()
+        torch.set_num_threads(max(1, int(os.environ.get("DHPO_TORCH_THREADS", "1"))))
+    else:
+        torch.cuda.set_device(rank)
+    if not torch.distributed.is_initialized():
+        backend = "gloo" if device == "cpu" else "cpu:gloo,cuda:nccl"
+        torch.distributed.init_process_group(backend, rank=rank, world_size=world,
+                                             init_method=f"tcp://127.0.0.1:{port}")
+
+
+def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
+    case = LocalCase(**{**case_dict, "objectives": tuple(case_dict["objectives"])})
+    _setup(rank, world, port, case.device)
+    try:
+        queue.put((rank, run_local(case, rank, world), None))
+    except BaseException as e:  # the parent reports it; a silent child would hang the test
+        import traceback
+
+        queue.put((rank, None, "".join(traceback.format_exception(e))))
+        raise
+    finally:
+        import torch
+
+        torch.distributed.destroy_process_group()
+
+
+def run_distributed(case: LocalCase, world: int = 2, timeout: float = 600.0) -> list[list[dict[str, Any]]]:
+    """Run `case` in `world` fresh processes (spawned); returns each rank's results, rank order."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_spawned, args=(r, world, port, asdict(case), queue)) for r in range(world)]
+    for p in procs:
+        p.start()
+    results: dict[int, Any] = {}
+    try:
+        for _ in range(world):
+            rank, res, err = queue.get(timeout=timeout)
+            if err is not None:
+                raise RuntimeError(f"rank {rank} failed:\n{err}")
+            results[rank] = res
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    return [results[r] for r in range(world)]
+
+
+def run_single_process(case: LocalCase) -> list[dict[str, Any]]:
+    """World size 1 in this process (sets up the process group and, on CPU, the CPU platform)."""
+    _setup(0, 1, _free_port(), case.device)
+    return run_local(case)
