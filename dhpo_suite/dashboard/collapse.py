@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["CollapseRule", "SeriesCollapse", "Collapse", "series_collapse", "detect_collapse"]
+__all__ = ["CollapseRule", "SeriesCollapse", "Collapse", "series_collapse", "detect_collapse", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +96,16 @@ def detect_collapse(entropy: pd.Series, length: pd.Series, rule: CollapseRule = 
     lng = series_collapse(length, rule.length_drop, rule)
     step = max(ent.step, lng.step) if ent.step is not None and lng.step is not None else None
     return Collapse(step, ent, lng, rule)
+
+
+def verdict(c: Collapse) -> str:
+    """One line for the verdict table: what collapsed, and when."""
+    e, ln = c.entropy.step, c.length.step
+    if c.step is not None:
+        return f"collapsed at step {c.step} (entropy from {e}, length from {ln})"
+    if e is not None:
+        return f"entropy collapsed at step {e}; length held"
+    if ln is not None:
+        return f"length collapsed at step {ln}; entropy held"
+    reason = c.entropy.reason or c.length.reason
+    return f"not judged: {reason}" if reason else "no collapse"

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse, series_collapse
+from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse, series_collapse, verdict
 
 
 def step_series(n=100, at=60, before=1.0, after=0.1, start=0):
@@ -76,6 +76,16 @@ def test_the_run_collapses_when_both_entropy_and_length_have():
 def test_entropy_alone_does_not_flag_the_run():
     c = detect_collapse(step_series(at=40), step_series(at=1000, before=300.0))
     assert c.entropy.step == 40 and c.length.step is None and c.step is None
+
+
+def test_verdict_says_what_collapsed_and_when():
+    steady, short = step_series(at=1000), step_series(n=5)
+    assert verdict(detect_collapse(step_series(at=40), step_series(at=55))) == \
+        "collapsed at step 55 (entropy from 40, length from 55)"
+    assert verdict(detect_collapse(step_series(at=40), steady)) == "entropy collapsed at step 40; length held"
+    assert verdict(detect_collapse(steady, step_series(at=40))) == "length collapsed at step 40; entropy held"
+    assert verdict(detect_collapse(steady, steady)) == "no collapse"
+    assert verdict(detect_collapse(short, short)).startswith("not judged: too few steps")
 
 
 def test_empty_inputs_give_no_verdict():

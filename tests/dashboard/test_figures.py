@@ -84,7 +84,8 @@ def test_collapse_figure_marks_the_detected_step():
     v = detect_collapse(f.set_index("step")["entropy/mean"], f.set_index("step")["length/mean"])
     assert v.step == 35
     fig = fc.collapse_figure(f, {"a": v})
-    assert {s["x0"] for s in fig.layout.shapes} == {35}  # one line per subplot
+    # entropy's own onset in its row (30), the run's collapse (35 = length onset) across both rows
+    assert sorted(s["x0"] for s in fig.layout.shapes) == [30, 35, 35]
     thresholds = [t.y[0] for t in fig.data if "threshold" in t.name]
     assert thresholds == pytest.approx([0.5, 140.0])
 
@@ -203,3 +204,10 @@ def test_step_sampling_and_histogram_names():
     assert sample_steps([1, 5, 9], 0, 5) == [1, 5]
     assert log_ratio_names("token", "A<0") == ["log_ratio/token/neg"]
     assert len(log_ratio_names("mixed", "all")) == 3
+
+
+def test_last_checkpoints_keeps_each_runs_latest_and_outside_evaluations():
+    f = pd.concat([eval_frame(), pd.DataFrame(fe.summary_rows(
+        {"benchmarks": {"aime24": {"headline": "avg@32", "avg@32": 0.1}}, "AVG": 0.1}, label="base model"))])
+    last = fe.last_checkpoints(f)
+    assert sorted(last["label"].unique()) == ["base model", "r1 · 20", "r2 · 20"]

@@ -78,6 +78,9 @@ def check_outliers(at, root):
 def check_evaluation(at, root):
     t1 = at.dataframe[0].value
     assert list(t1.columns)[-3:] == ["aime24 (avg@4)", "math500 (avg@4)", "AVG"]
+    assert t1["AVG"].tolist() == pytest.approx([30.0, 30.0])  # the last checkpoint (20) of dhpo-e and grpo
+    at.radio(key="eval_rows").set_value("all").run()
+    t1 = at.dataframe[0].value
     assert t1["AVG"].tolist() == pytest.approx([20.0, 30.0, 20.0, 30.0])
     curve = figure(at, "AVG accuracy")
     assert [t["name"] for t in curve["data"]] == ["dhpo-e", "grpo"]

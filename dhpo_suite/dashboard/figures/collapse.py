@@ -18,7 +18,8 @@ __all__ = ["collapse_figure", "group_outcomes", "entropy_percentiles", "EntropyS
 
 def collapse_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
     """Mean entropy (top) and mean response length (bottom) per run, with each series' collapse threshold
-    (dotted) and the run's collapse step (vertical dashed line, labelled)."""
+    (horizontal dotted), each series' collapse step (vertical dotted, in its row) and the run's collapse step
+    (vertical dashed across both rows), labelled."""
     colors = colors or run_colors(frame["run"])
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("mean token entropy (nats)", "mean response length (tokens)"))
@@ -34,8 +35,11 @@ def collapse_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: 
                 fig.add_trace(go.Scatter(x=[g["step"].min(), g["step"].max()], y=[sc.threshold] * 2, mode="lines",
                                          name=f"{run} {part} threshold", legendgroup=run, showlegend=False,
                                          line=dict(color=colors[run], dash="dot", width=1)), row=row, col=1)
+            if sc is not None and sc.step is not None and (v.step is None or v.step != sc.step):
+                fig.add_vline(x=sc.step, row=row, col=1, line=dict(color=colors[run], dash="dot"),
+                              annotation_text=f"{run}: {part} @ {sc.step}", annotation_position="bottom right")
         if v is not None and v.step is not None:
-            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash"),
+            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2),
                           annotation_text=f"{run}: collapse @ {v.step}", annotation_position="bottom right")
     fig.update_layout(title="Collapse detector", height=520, margin=dict(t=70, b=40, l=50, r=10),
                       legend=dict(orientation="h", y=-0.12))

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from dhpo_suite.dashboard.figures.curves import empty_figure, run_colors
 
-__all__ = ["summary_rows", "table1", "accuracy_curve", "problem_samples", "problem_overview"]
+__all__ = ["summary_rows", "last_checkpoints", "table1", "accuracy_curve", "problem_samples", "problem_overview"]
 
 
 def summary_rows(summary: dict, *, label: str, run: str = "", algorithm: str = "", step: int | None = None) -> list[dict]:
@@ -24,6 +24,14 @@ def summary_rows(summary: dict, *, label: str, run: str = "", algorithm: str = "
         rows.append(dict(label=label, run=run, algorithm=algorithm, step=step, bench=bench, metric=head,
                          value=m.get(head, float("nan")), avg=summary.get("AVG", float("nan"))))
     return rows
+
+
+def last_checkpoints(frame: pd.DataFrame) -> pd.DataFrame:
+    """Only each run's latest evaluated checkpoint (evaluations outside a run, step NaN, are kept)."""
+    if frame.empty:
+        return frame
+    last = frame.groupby("run")["step"].transform("max")
+    return frame[frame["step"].isna() | (frame["step"] == last)]
 
 
 def table1(frame: pd.DataFrame) -> pd.DataFrame:

@@ -51,7 +51,7 @@ def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[flo
     ))
     if bounds is not None:
         for value, label in ((np.log(bounds[0]), f"1−ε = {bounds[0]:g}"), (np.log(bounds[1]), f"1+ε = {bounds[1]:g}")):
-            fig.add_hline(y=value, line=dict(color="#ef553b", dash="dash", width=1.5), annotation_text=label,
+            fig.add_hline(y=value, line=dict(color="#ff2b2b", dash="dash", width=2), annotation_text=label,
                           annotation_position="top left", annotation_font_color="#ef553b")
     fig.update_layout(title=title, xaxis_title="step", yaxis_title="log(ratio)", height=360,
                       yaxis_range=[y_lo, y_hi], margin=dict(t=50, b=40, l=60, r=10))

@@ -19,7 +19,8 @@ if frame.empty:
     st.stop()
 
 st.subheader("Accuracy per benchmark (%), Table-1 style")
-st.dataframe(fig.table1(frame), key="table1")
+rows = st.radio("Checkpoints", ["last of each run", "all"], horizontal=True, key="eval_rows")
+st.dataframe(fig.table1(fig.last_checkpoints(frame) if rows == "last of each run" else frame), key="table1")
 bench = st.selectbox("Curve", ["AVG", *frame["bench"].unique()], key="eval_curve")
 st.plotly_chart(fig.accuracy_curve(frame, None if bench == "AVG" else bench, run_colors(ctx.selected)), key="eval_fig")
 

@@ -39,7 +39,8 @@ step = st.select_slider("Step", steps, value=steps[-1], key="outliers_step")
 table, probs = data.outliers(path, step, data.mtime(step_file(path, "outliers", step)))
 controls.show_problems(probs)
 st.dataframe(fig.outlier_table(table, st.multiselect("Branches", branches, branches, key="outliers_branches")),
-             key="outliers_table")
+             column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in
+                            ("distance", "ratio", "entropy", "w", "advantage")}, key="outliers_table")
 
 st.subheader("Rollout viewer")
 samples, probs = data.samples(path, step, data.mtime(step_file(path, "samples", step)))
