@@ -143,14 +143,14 @@ def validate(cfg) -> dict[str, Any]:
     batch sizes; the rollout and algorithm sections are turned into their dataclasses too.
     """
     import contextlib
-    import sys
+    import io
     import warnings
 
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    # verl prints "checks passed" and warns that GRPO disables the critic: keep stdout for the command.
-    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+    # verl prints "checks passed" and warns that GRPO disables the critic; failures raise, with the reason.
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
