@@ -15,11 +15,12 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 
-from dhpo_suite.grading.extract import extract_answer
+from dhpo_suite.grading.extract import extract_answer, final_box_group
 from dhpo_suite.grading.normalize import (
     has_percent,
     is_text_answer,
     normalize,
+    split_top_level,
     strip_assignment,
     text_key,
 )
@@ -41,12 +42,23 @@ def grade_one(response: str, golds: list[str], bench: str | None = None) -> Resu
             f"extracted answer has {len(extracted)} characters (> {MAX_ANSWER_CHARS}); not parsed"
         )
     reasons = []
-    for gold in golds:
-        correct, reason = match(extracted, gold)
-        if correct:
-            return True, extracted, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else "")
-        reasons.append(reason)
+    for answer in _candidates(response, extracted, golds):
+        for gold in golds:
+            correct, reason = match(answer, gold)
+            if correct:
+                return True, answer, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else "")
+            reasons.append(reason)
     return False, extracted, "ok", reasons[0]
+
+
+def _candidates(response: str, extracted: str, golds: list[str]) -> list[str]:
+    """The extracted answer, plus the final boxes joined (`\\boxed{69} and \\boxed{84}` → `69, 84`)
+    when a gold lists several answers."""
+    if all(len(split_top_level(normalize(gold))) < 2 for gold in golds):
+        return [extracted]
+    group = final_box_group(response)
+    joined = ", ".join(group)
+    return [extracted, joined] if len(group) >= 2 and len(joined) <= MAX_ANSWER_CHARS else [extracted]
 
 
 def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:

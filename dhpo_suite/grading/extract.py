@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["extract_answer", "last_boxed"]
+__all__ = ["extract_answer", "final_box_group", "final_boxes", "last_boxed"]
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\b")
 _PHRASE_RE = re.compile(
@@ -44,24 +44,47 @@ def extract_answer(text: str | None) -> str | None:
 
 def last_boxed(text: str) -> str | None:
     """Content of the last complete `\\boxed{}`/`\\fbox{}` in `text` (None when there is none)."""
+    boxes = final_boxes(text)
+    return boxes[-1][1] if boxes else None
+
+
+def final_box_group(text: str, span: int = 400) -> list[str]:
+    """The last boxes written together (`\\boxed{69} and \\boxed{84}`): complete, not nested in each
+    other, each starting within `span` characters of the last one. Boxes further back are
+    intermediate results, not part of the final answer."""
+    boxes = final_boxes(text)
+    if not boxes:
+        return []
+    last = boxes[-1][0]
+    return [content.strip() for start, content in boxes if last - start <= span]
+
+
+def final_boxes(text: str) -> list[tuple[int, str]]:
+    """(start, content) of the last complete, non-nested boxes, in text order (at most 50)."""
     starts = [m.end() for m in _BOX_RE.finditer(text)]
     if not starts:
-        return None
+        return []
     candidates = starts[-_MAX_BOX_CANDIDATES:]
     closing = _matching_braces(text, candidates[0])
+    found: list[tuple[int, int, str]] = []  # (start, end, content), scanning from the end
     for start in reversed(candidates):
         pos = start
         while pos < len(text) and text[pos] == " ":
             pos += 1
         if pos < len(text) and text[pos] == "{":
             end = closing.get(pos)
-            if end is not None:
-                return text[pos + 1 : end]
-            continue  # unclosed (truncated) box: try the one before it
-        token = re.match(r"[^\s$]+", text[pos : pos + 200])
-        if token:
-            return token.group(0)
-    return None
+            if end is None:
+                continue  # unclosed (truncated) box: try the one before it
+            content = text[pos + 1 : end]
+        else:
+            token = re.match(r"[^\s$]+", text[pos : pos + 200])
+            if not token:
+                continue
+            end, content = pos + token.end(), token.group(0)
+        if found and end > found[-1][0]:  # an outer box around a later one: keep the inner
+            continue
+        found.append((start, end, content))
+    return [(start, content) for start, _, content in reversed(found)]
 
 
 def _matching_braces(text: str, begin: int) -> dict[int, int]:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["has_percent", "is_text_answer", "normalize", "strip_assignment", "text_key"]
+__all__ = [
+    "has_percent", "is_text_answer", "normalize", "split_top_level", "strip_assignment", "text_key",
+]
 
 _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ",
@@ -87,6 +89,20 @@ def is_text_answer(normalized: str) -> bool:
 def text_key(normalized: str) -> str:
     """Key for comparing word answers: case, spaces and enclosing parentheses ignored."""
     return re.sub(r"\s+", "", normalized.strip("() ")).casefold()
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside (), [], {} (`(1,2), 3` → [`(1,2)`, `3`])."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current).strip())
+    return parts
 
 
 def _strip_delimiters(s: str) -> str:

@@ -12,7 +12,7 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 
-from dhpo_suite.grading.normalize import normalize
+from dhpo_suite.grading.normalize import normalize, split_top_level
 from dhpo_suite.grading.tolerance import parse_number
 
 __all__ = ["equivalent_rewrites", "near_miss", "responses"]
@@ -34,7 +34,7 @@ def equivalent_rewrites(gold: str) -> list[str]:
     if num is not None:
         forms += _number_forms(gold, num.value, num.exact)
     elif _top_level_commas(gold) and not gold.lstrip().startswith(("(", "[")):
-        forms.append(", ".join(reversed(_split_top(gold))))
+        forms.append(", ".join(reversed(split_top_level(gold))))
     elif re.fullmatch(r"\(.*\)", gold.strip()):
         forms.append(r"\left" + gold.strip()[:1] + gold.strip()[1:-1] + r"\right" + gold.strip()[-1])
     else:
@@ -54,7 +54,7 @@ def near_miss(gold: str) -> str:
     stripped = gold.strip()
     match = re.fullmatch(r"([(\[])(.*)([)\]])", stripped)
     if match and "\\cup" not in stripped and _balanced(match.group(2)):
-        items = _split_top(match.group(2))
+        items = split_top_level(match.group(2))
         if len(items) == 2 and ("[" in stripped or "]" in stripped or "infty" in stripped):
             left, right = "[" if match.group(1) == "(" else "(", "]" if match.group(3) == ")" else ")"
             return left + match.group(2) + right  # interval: flip both ends
@@ -114,19 +114,4 @@ def _balanced(text: str) -> bool:
 
 
 def _top_level_commas(text: str) -> bool:
-    return len(_split_top(text)) > 1
-
-
-def _split_top(text: str) -> list[str]:
-    """Split at commas outside (), [], {}."""
-    parts, depth, current = [], 0, []
-    for ch in text:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current).strip())
-    return parts
+    return len(split_top_level(text)) > 1
