@@ -21,7 +21,7 @@ from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
 __all__ = ["mtime", "run_version", "runs_table", "scalars", "histogram", "histograms", "outliers", "samples",
-           "trust_bounds", "eval_summaries", "eval_samples"]
+           "trust_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
 
@@ -151,11 +151,27 @@ def manifest_telemetry(run_dir: str, version: tuple[int, int]) -> dict:
 
 
 @st.cache_data(max_entries=256, ttl=_TTL, show_spinner=False)
-def _summary(path: str, version: int) -> dict | str:
+def summary(path: str, version: int) -> dict | str:
     try:
         return er.read_json(path)
     except RunFormatError as e:
         return str(e)
+
+
+def standalone_evals(root: str, max_depth: int = 3) -> dict[str, str]:
+    """{path relative to root: folder} of evaluations outside any run (`dhpo-suite eval --out DIR` under the
+    runs directory, e.g. the base model): folders with a summary.json whose ancestors hold no manifest.json."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if "manifest.json" in filenames or len(here.relative_to(root).parts) >= max_depth:
+            dirnames.clear()
+            continue
+        if er.SUMMARY in filenames and here != Path(root):
+            found[str(here.relative_to(root))] = str(here)
+            dirnames.clear()
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    return found
 
 
 def eval_summaries(run_dir: str) -> tuple[dict[int, tuple[str, dict]], list[str]]:
@@ -163,7 +179,7 @@ def eval_summaries(run_dir: str) -> tuple[dict[int, tuple[str, dict]], list[str]
     out, problems = {}, []
     for step, folder in er.list_checkpoint_evals(run_dir).items():
         path = Path(folder) / er.SUMMARY
-        s = _summary(str(path), mtime(path))
+        s = summary(str(path), mtime(path))
         if isinstance(s, str):
             problems.append(s)
         else:

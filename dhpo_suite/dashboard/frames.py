@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from dhpo_suite.dashboard import data
 from dhpo_suite.dashboard.controls import Context
 from dhpo_suite.dashboard.figures.evaluation import summary_rows
+from dhpo_suite.runs import eval_results as er
 
 __all__ = ["scalars_frame", "evals_frame", "sample_steps", "log_ratio_names"]
 
@@ -29,7 +32,8 @@ def scalars_frame(ctx: Context, runs: list[str] | None = None) -> tuple[pd.DataF
 
 
 def evals_frame(ctx: Context) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
-    """One row per (checkpoint evaluation, benchmark) of the selected runs, {label: eval dir}, problems."""
+    """One row per (evaluation, benchmark): checkpoints of the selected runs, then evaluations outside any run
+    found under the runs directory (step NaN); {label: eval dir}; problems."""
     rows, dirs, problems = [], {}, []
     for run in ctx.selected:
         summaries, probs = data.eval_summaries(ctx.path(run))
@@ -39,6 +43,14 @@ def evals_frame(ctx: Context) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
             label = f"{run} · step {step}"
             dirs[label] = folder
             rows += summary_rows(summary, label=label, run=run, algorithm=algorithm, step=step)
+    for label, folder in data.standalone_evals(ctx.root).items():
+        path = Path(folder) / er.SUMMARY
+        summary = data.summary(str(path), data.mtime(path))
+        if isinstance(summary, str):
+            problems.append(summary)
+            continue
+        dirs[label] = folder
+        rows += summary_rows(summary, label=label, run=label, algorithm=str(summary.get("model") or "—"))
     cols = ["label", "run", "algorithm", "step", "bench", "metric", "value", "avg"]
     return pd.DataFrame(rows, columns=cols), dirs, problems
 

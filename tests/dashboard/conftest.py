@@ -6,18 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.dashboard.fixture_runs import write_run
+from tests.dashboard.fixture_runs import write_eval_dir, write_run
 
 from dhpo_suite.runs.format import step_file
 
 
 @pytest.fixture(scope="session")
 def runs_root(tmp_path_factory) -> Path:
-    """dhpo-e (entropy and length collapse at step 18), grpo (no collapse), live (still running)."""
+    """dhpo-e (entropy and length collapse at step 18), grpo (no collapse), live (still running), and an
+    evaluation outside any run (evals/base-model)."""
     root = tmp_path_factory.mktemp("runs")
     write_run(root / "dhpo-e", steps=30, collapse_at=18)
     write_run(root / "grpo", steps=30, algo="grpo", seed=1)
     write_run(root / "live", steps=12, close=None, eval_every=0)
+    write_eval_dir(root / "evals" / "base-model", 0.05)  # an evaluation outside any run (e.g. the base model)
     return root
 
 

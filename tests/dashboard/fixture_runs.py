@@ -87,8 +87,11 @@ def _samples(step: int, mixed: bool) -> list[dict]:
 
 def write_eval(run_dir: Path, step: int) -> Path:
     """A checkpoint evaluation: 2 benchmarks × 3 problems × 4 samples; accuracy 0.1 + step/100."""
-    folder = er.checkpoint_eval_dir(run_dir, step)
-    acc = 0.1 + step / 100
+    return write_eval_dir(er.checkpoint_eval_dir(run_dir, step), 0.1 + step / 100)
+
+
+def write_eval_dir(folder: Path, acc: float) -> Path:
+    """An evaluation folder (summary.json + samples) whose benchmarks and AVG all read `acc`."""
     benchmarks = {}
     for bench in BENCHES:
         records = [dict(bench=bench, problem_id=f"{bench}-{p}", sample=s, prompt=f"Problem {p} of {bench}?",

@@ -78,10 +78,11 @@ def check_outliers(at, root):
 def check_evaluation(at, root):
     t1 = at.dataframe[0].value
     assert list(t1.columns)[-3:] == ["aime24 (avg@4)", "math500 (avg@4)", "AVG"]
-    assert t1["AVG"].tolist() == pytest.approx([30.0, 30.0])  # the last checkpoint (20) of dhpo-e and grpo
+    assert list(t1.index.get_level_values(0)) == ["dhpo-e · step 20", "grpo · step 20", "evals/base-model"]
+    assert t1["AVG"].tolist() == pytest.approx([30.0, 30.0, 5.0])  # last checkpoints, then the base model
     at.radio(key="eval_rows").set_value("all").run()
     t1 = at.dataframe[0].value
-    assert t1["AVG"].tolist() == pytest.approx([20.0, 30.0, 20.0, 30.0])
+    assert t1["AVG"].tolist() == pytest.approx([20.0, 30.0, 20.0, 30.0, 5.0])
     curve = figure(at, "AVG accuracy")
     assert [t["name"] for t in curve["data"]] == ["dhpo-e", "grpo"]
     samples = at.dataframe[2].value  # table 1, problems, samples of the chosen problem

@@ -1,0 +1,46 @@
+"""`dhpo-suite dashboard` argument handling (the server itself is started by test_browser.py)."""
+
+import typer
+from typer.testing import CliRunner
+
+from dhpo_suite.dashboard.cli import APP, register, streamlit_argv
+
+
+def invoke(*args):
+    app = typer.Typer()
+    app.callback()(lambda: None)  # a group, so the command keeps its name as in the real router
+    register(app)
+    return CliRunner().invoke(app, ["dashboard", *args])
+
+
+def test_missing_runs_directory_is_a_clear_error(tmp_path):
+    out = invoke(str(tmp_path / "nope"), "--headless")
+    assert out.exit_code == 2
+    assert "does not exist" in out.output and "nope" in out.output
+
+
+def test_help_names_the_options():
+    out = invoke("--help")
+    assert out.exit_code == 0
+    for option in ("RUNS_DIR", "--port", "--headless", "--address"):
+        assert option in out.output
+
+
+def test_streamlit_command_line():
+    argv = streamlit_argv(8600, True, "127.0.0.1")
+    assert argv[1:5] == ["-m", "dhpo_suite.dashboard.serve", "run", str(APP)]
+    flags = dict(zip(argv[5::2], argv[6::2]))
+    assert flags["--server.port"] == "8600" and flags["--server.headless"] == "true"
+    assert flags["--server.address"] == "127.0.0.1" and flags["--browser.gatherUsageStats"] == "false"
+
+
+def test_the_dashboard_process_never_imports_torch_vllm_or_verl():
+    import subprocess
+    import sys
+
+    code = ("import sys; from dhpo_suite.dashboard import serve; serve.preload(); "
+            "import dhpo_suite.dashboard.controls, dhpo_suite.dashboard.data; "
+            "print(sorted(m for m in ('torch', 'vllm', 'verl') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
