@@ -5,7 +5,7 @@ gold is not an equation. The rules, in order (docs/grading.md lists them with ex
 unicode math → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
 (`\\,` `\\!` `\\;` `\\quad` `~`); `\\left`/`\\right`; `\\dfrac`/`\\tfrac` → `\\frac`; `\\frac12` →
 `\\frac{1}{2}`; a whole-answer `\\text{..}`/`\\textbf{..}`/`\\mathrm{..}` unwrapped; trailing units
-(`\\text{ cm}^2`, "45 minutes", "km/h"); degrees (`^\\circ`, `°`, "degrees"); dollar signs;
+(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"); degrees (`^\\circ`, `°`, "degrees"); dollar signs;
 percent signs (remembered, see `has_percent`); `{,}` → `,`; thousands separators in a plain number
 (`58,500` → `58500`, `1 000` → `1000`); trailing punctuation; computer e-notation inside an
 expression (`4.5e33` → `4.5\\times10^{33}`, because math-verify 0.9.0 reads `4.5e33` as 4.5·e·33).
@@ -37,6 +37,7 @@ _TRAILING_TEXT_RE = re.compile(
 )
 _TRAILING_UNIT_RE = re.compile(rf"(?<=[\d}}])\s*(?:{_UNITS_LONG})(?:\s*\^\s*\{{?\d\}}?)?\s*$")
 _SHORT_UNIT_RE = re.compile(rf"^({_NUMBER})\s*(?:m|s|g|h)(?:\^\{{?\d\}}?)?$")
+_TRAILING_WORDS_RE = re.compile(rf"^({_NUMBER})\s+[A-Za-z]{{3,}}(?:\s+[A-Za-z]+)*$")  # "5 apples"
 _DEGREES_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*\bdegrees?\b")
 _THOUSANDS_RE = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SPACED_THOUSANDS_RE = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
@@ -55,6 +56,7 @@ def normalize(answer: str) -> str:
     s = re.sub(r"(?<!\\)\\(?:,|!|;|:|quad|qquad|\s)|~", " ", s)  # not `\\` (a row break)
     s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*", "", s)
     s = re.sub(r"\\[dt]frac", r"\\frac", s)
+    s = s.replace("\\varnothing", "\\emptyset")
     s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
     s = _strip_units(s)
     s = _DEGREES_RE.sub("", s)
@@ -125,7 +127,7 @@ def _strip_units(s: str) -> str:
         if stripped == s or not stripped.strip():
             break
         s = stripped
-    match = _SHORT_UNIT_RE.match(s.strip())
+    match = _SHORT_UNIT_RE.match(s.strip()) or _TRAILING_WORDS_RE.match(s.strip())
     return match.group(1) if match else s
 
 

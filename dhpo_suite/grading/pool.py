@@ -89,7 +89,11 @@ class GraderPool:
         jobs = coerce_items(items)
         with self._lock:
             self._check_owner()
-            return self._run(jobs, progress, float(timeout or self.timeout))
+            try:
+                return self._run(jobs, progress, float(timeout or self.timeout))
+            except BaseException:
+                self._abandon()  # e.g. a raising progress callback or Ctrl-C: no stale results later
+                raise
 
     def runtime_info(self) -> list[dict]:
         """Per worker: antlr4 version and file it really imported, the `198\\%` probe, pid, CPU seconds."""
@@ -239,6 +243,13 @@ class GraderPool:
         if not slot.conn.poll(max(self.timeout, 30.0)):
             raise TimeoutError(f"grader worker {slot.process.pid} did not answer {op!r}")
         return slot.conn.recv()[1]
+
+    def _abandon(self) -> None:
+        """Replace every worker still busy with an item of an interrupted batch."""
+        for number, slot in enumerate(self._slots):
+            if slot.job is not None:
+                self._stop(slot, polite=False)
+                self._slots[number] = self._restart()
 
     def _count(self, verdict: Verdict) -> None:
         self.stats["graded"] += 1

@@ -114,3 +114,14 @@ def test_module_level_grade():
 ])
 def test_multiple_answers_in_separate_boxes(pool, response, gold, expected):
     assert pool.grade(response, gold, "olympiadbench").correct is expected
+
+
+def test_interrupted_batch_leaves_no_stale_results(pool):
+    def stop(done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        pool.grade_many([(f"\\boxed{{{i}}}", str(i)) for i in range(20)], progress=stop)
+    verdicts = pool.grade_many([(f"\\boxed{{{i}}}", "100") for i in range(100, 104)])
+    assert [v.extracted for v in verdicts] == ["100", "101", "102", "103"]
+    assert [v.correct for v in verdicts] == [True, False, False, False]
