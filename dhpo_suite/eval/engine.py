@@ -9,6 +9,7 @@ n samples per problem; stop ids are the model's own (dhpo_suite.eval.prompts.sto
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -94,6 +95,8 @@ class Engine:
         self.llm = LLM(self.model, **{**kwargs, **options.extra})
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._counter = 0
+        self.generate_seconds = 0.0
+        """Wall time spent inside vLLM (adding requests, engine steps): the rest is evaluator overhead."""
 
     def encode(self, prompt: str) -> list[int]:
         """Prompt token ids as vLLM would make them (specials in the text are parsed as specials)."""
@@ -122,7 +125,10 @@ class Engine:
                 in_flight += self._add(engine, req, params, live)
             if not live:
                 return
-            for out in engine.step():
+            t0 = time.perf_counter()
+            outputs = engine.step()
+            self.generate_seconds += time.perf_counter() - t0
+            for out in outputs:
                 if out.finished and out.request_id in live:
                     req = live.pop(out.request_id)
                     in_flight -= len(req.samples)
@@ -142,7 +148,9 @@ class Engine:
         p.max_tokens = self.max_new_tokens(len(ids), params.max_tokens)
         rid = f"dhpo-{self._counter}"
         self._counter += 1
+        t0 = time.perf_counter()
         engine.add_request(rid, {"prompt_token_ids": ids}, p)
+        self.generate_seconds += time.perf_counter() - t0
         live[rid] = req
         return len(req.samples)
 

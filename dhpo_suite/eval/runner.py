@@ -9,16 +9,15 @@ Metrics are recomputed from the file, so resumed and uninterrupted evaluations r
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from dhpo_suite.eval.benchmarks import BENCHMARKS, Problem, load_problems
+from dhpo_suite.eval.benchmarks import BENCHMARKS, load_problems
 from dhpo_suite.eval.engine import Engine, Request
 from dhpo_suite.eval.metrics import bench_metrics, paper_average
 from dhpo_suite.eval.prompts import load_template, stop_token_ids
+from dhpo_suite.eval.sink import GradingThread, Sink
 from dhpo_suite.runs import eval_results as er
 
 __all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "SettingsMismatch"]
@@ -86,62 +85,6 @@ def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
     return config
 
 
-def _records(bench: str, problem: Problem, prompt: str, completions, verdicts) -> list[dict]:
-    return [{"bench": bench, "problem_id": problem.id, "sample": c.sample, "prompt": prompt,
-             "response": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
-             "gold": list(problem.gold), "extracted": v.extracted, "correct": bool(v.correct),
-             "status": v.status, "reason": v.reason} for c, v in zip(completions, verdicts)]
-
-
-def _grade(pool, items: list[tuple[str, list[str], str]]):
-    """Grade (response, golds, bench) triples in the grader's workers, order preserved."""
-    return pool.grade_many(items)
-
-
-class _Sink:
-    """Grades and appends finished samples on one background thread (ordered; one fsync per batch)."""
-
-    def __init__(self, pool, writer: er.SampleWriter, on_written: Callable[[int], None]):
-        self.pool, self.writer, self.on_written = pool, writer, on_written
-        self.batch: list[tuple] = []
-        self.size = 0
-        self.busy = 0.0  # seconds the grading thread spent (overlapped with generation)
-        self._ex = ThreadPoolExecutor(1, thread_name_prefix="dhpo-grade")
-        self._last: Future | None = None
-
-    def add(self, bench: str, problem: Problem, prompt: str, completions) -> None:
-        self.batch.append((bench, problem, prompt, completions))
-        self.size += len(completions)
-
-    def flush(self) -> None:
-        """Hand the current batch to the thread; wait for the previous one first (bounded loss on a kill)."""
-        if not self.batch:
-            return
-        batch, self.batch, self.size = self.batch, [], 0
-        self.wait()
-        self._last = self._ex.submit(self._write, batch)
-
-    def _write(self, batch) -> None:
-        t0 = time.perf_counter()
-        items = [(c.text, list(p.gold), b) for b, p, _, cs in batch for c in cs]
-        verdicts = iter(_grade(self.pool, items))
-        records = [r for b, p, prompt, cs in batch
-                   for r in _records(b, p, prompt, cs, [next(verdicts) for _ in cs])]
-        self.writer.write_batch(records)
-        self.busy += time.perf_counter() - t0
-        self.on_written(len(records))
-
-    def wait(self) -> None:
-        if self._last is not None:
-            self._last.result()  # re-raises a grading/writing error here
-            self._last = None
-
-    def close(self) -> None:
-        self.flush()
-        self.wait()
-        self._ex.shutdown()
-
-
 def _clamp_note(engine: Engine, prompts: list[str], settings: EvalSettings, bench: str) -> str | None:
     longest = max(len(engine.encode(p)) for p in prompts)
     allowed = engine.max_model_len - longest
@@ -152,7 +95,8 @@ def _clamp_note(engine: Engine, prompts: list[str], settings: EvalSettings, benc
             f"{engine.max_model_len} - prompt length (>= {allowed} tokens)")
 
 
-def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, pool, config: dict,
+def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, grading: GradingThread,
+                    config: dict,
                     progress, notify: Notify) -> dict:
     from vllm import SamplingParams
 
@@ -181,7 +125,7 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
         params = SamplingParams(n=1, temperature=settings.temperature, top_p=settings.top_p,
                                 max_tokens=settings.max_new_tokens, stop_token_ids=stops)
         with er.SampleWriter(path) as writer:
-            sink = _Sink(pool, writer, task)
+            sink = Sink(grading, writer, task)
             try:
                 for (problem,), completions in engine.stream(requests, params, settings.batch_size):
                     sink.add(name, problem, prompts[problem.id], completions)
@@ -201,12 +145,6 @@ def summarize(out_dir: Path | str, per_bench: dict[str, dict], config: dict) -> 
     return summary
 
 
-def _grader(settings: EvalSettings):
-    from dhpo_suite.grading import GraderPool
-
-    return GraderPool(workers=settings.grader_workers, timeout=settings.grader_timeout)
-
-
 def _no_progress(name: str, total: int, done: int) -> Callable[[int], None]:
     return lambda k: None
 
@@ -221,9 +159,9 @@ def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: 
     out_dir.mkdir(parents=True, exist_ok=True)
     config = _open_config(out_dir, _config(engine, settings), resume)
     per_bench = {}
-    with _grader(settings) as pool:
+    with GradingThread(settings.grader_workers, settings.grader_timeout) as grading:
         for name in benches:
-            per_bench[name] = _evaluate_bench(engine, name, out_dir, settings, pool, config, progress, notify)
+            per_bench[name] = _evaluate_bench(engine, name, out_dir, settings, grading, config, progress, notify)
             summarize(out_dir, per_bench, config)
     return summarize(out_dir, _stored_metrics(out_dir, config, per_bench), config)
 
@@ -242,14 +180,16 @@ def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, pro
     """Re-grade every stored response of `out_dir` (no generation), rewrite the files, re-summarise."""
     out_dir = Path(out_dir)
     config = er.read_json(out_dir / er.CONFIG)
-    with _grader(settings) as pool:
+    from dhpo_suite.grading import GraderPool
+
+    with GraderPool(workers=settings.grader_workers, timeout=settings.grader_timeout) as pool:
         for name in config.get("benches", {}):
             path = er.samples_path(out_dir, name)
             stored = er.read_samples(path)
             for problem in stored.skipped:
                 notify(f"regrade: {problem}")
             advance = progress(name, len(stored.records), 0)
-            verdicts = _grade(pool, [(r["response"], r["gold"], name) for r in stored.records])
+            verdicts = pool.grade_many([(r["response"], r["gold"], name) for r in stored.records])
             records = [{**r, "extracted": v.extracted, "correct": bool(v.correct), "status": v.status,
                         "reason": v.reason} for r, v in zip(stored.records, verdicts)]
             er.rewrite_samples(path, records)

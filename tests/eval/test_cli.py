@@ -16,14 +16,16 @@ from dhpo_suite.runs import eval_results as er
 N = 16
 
 
-def _eval_cmd(model, out, *extra):
+def _eval_cmd(model, out):
     return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arith", "--model", str(model), "--out",
-            str(out), "--limit", str(N), "--max-new-tokens", "16", "--batch-size", "4", "--grader-workers", "1",
-            *extra]
+            str(out), "--limit", str(N), "--max-new-tokens", "16", "--batch-size", "4", "--grader-workers", "1"]
 
 
 @pytest.mark.slow
-def test_sigkill_mid_eval_then_resume_completes(tiny_model_dir, tmp_path):
+def test_sigkill_mid_eval_then_resume_completes(tiny_model_dir, engine, tmp_path):
+    """Kill the CLI mid-run; resume with the shared engine (same settings as the CLI's) to save a start-up."""
+    from dhpo_suite.eval.runner import EvalSettings, evaluate
+
     out = tmp_path / "res"
     path = er.samples_path(out, "arith")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -40,14 +42,13 @@ def test_sigkill_mid_eval_then_resume_completes(tiny_model_dir, tmp_path):
     kept = er.read_samples(path).records
     assert 4 <= len(kept) < N, "the kill came too late to test anything"
 
-    res = subprocess.run(_eval_cmd(tiny_model_dir, out, "--resume"), capture_output=True, text=True, env=env,
-                         timeout=200)
-    assert res.returncode == 0, res.stderr[-3000:]
+    notes = []
+    settings = EvalSettings(limit=N, max_new_tokens=16, batch_size=4, grader_workers=1)
+    evaluate(engine, ["arith"], out, settings, resume=True, notify=notes.append)
     final = er.read_samples(path)
     assert not final.skipped
     assert final.records[: len(kept)] == kept  # nothing stored before the kill was redone or lost
     assert sorted(r["problem_id"] for r in final.records) == sorted(f"test-0-{i}" for i in range(N))
-    assert "arith" in res.stdout and "AVG" in res.stdout  # the results table
     assert json.loads((out / er.SUMMARY).read_text())["benchmarks"]["arith"]["n_problems"] == N
 
 
@@ -85,3 +86,20 @@ def test_run_mode_targets_complete_checkpoints_and_stores_results_in_the_run(tmp
     assert [t[0] for t in _targets(None, tmp_path, "last", None)] == ["step 20"]
     with pytest.raises(Exception, match=r"step\(s\) \[30\]"):
         _targets(None, tmp_path, "10,30", None)
+
+
+def test_results_tables_render_the_paper_layout():
+    from rich.console import Console
+
+    from dhpo_suite.eval.report import detail_table, headline_table
+
+    m = {"headline": "avg@4", "avg@4": 0.25, "pass@4": 0.5, "maj@4": 0.375, "len_mean": 812.0, "len_median": 640.0,
+         "trunc_rate": 0.1, "boxed_rate": 0.9, "grader_timeouts": 1, "grader_errors": 0, "n_problems": 40,
+         "n_samples": 4}
+    summary = {"benchmarks": {"amc23": m, "math500": {**m, "headline": "avg@1", "avg@1": 0.5}}, "AVG": 0.375}
+    console = Console(record=True, width=160)
+    console.print(headline_table({"step 10": summary}))
+    console.print(detail_table(summary))
+    text = console.export_text()
+    assert "amc23" in text and "avg@4" in text and "AVG" in text and "37.5" in text and "step 10" in text
+    assert "25.0" in text and "50.0" in text and "812" in text
