@@ -31,7 +31,8 @@ class LocalCase:
     model_dir: str
     """HF model directory (the tiny Qwen3 in tests)."""
     objectives: tuple[str, ...]
-    """Library objectives, run one after the other on the same worker (loss set via verl's set_loss_fn)."""
+    """Library objectives, run one after the other on the same worker (loss set via verl's set_loss_fn);
+    "verl:<mode>" runs verl's own loss instead (e.g. "verl:vanilla", for overhead comparisons)."""
     steps: int = 2
     """Training steps (update_actor calls), each on a fresh rollout batch."""
     prompts: int = 4
@@ -70,7 +71,10 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
 
     telemetry = {"max_response_length": case.response_len, "top_k": 8, "n_samples": 2}
     run_dir = None if case.run_dir is None else f"{case.run_dir}/{objective}"
-    out = algorithm_overrides(algorithm_settings(objective), run_dir, telemetry)
+    if objective.startswith("verl:"):  # verl's own loss (e.g. verl:vanilla), the baseline for overhead
+        out = [f"{ACTOR}.policy_loss.loss_mode={objective[5:]}", f"{ACTOR}.use_kl_loss=false"]
+    else:
+        out = algorithm_overrides(algorithm_settings(objective), run_dir, telemetry)
     mini = case.prompts // case.mini_batches
     out += [
         f"{MODEL}.path={case.model_dir}",
@@ -210,15 +214,15 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
             if case.device == "cuda":
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             output = worker.update_actor(td)
             if case.device == "cuda":
                 torch.cuda.synchronize()
-            seconds = time.perf_counter() - start
+            seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
             after = _params(worker)
             metrics = tu.get(output, "metrics") if output is not None else {}
             results.append(dict(
-                objective=objective, step=step, rank=rank, seconds=seconds,
+                objective=objective, step=step, rank=rank, seconds=seconds, cpu_seconds=cpu_seconds,
                 peak_memory_gib=_peak_memory(case.device),
                 weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))),
                 metrics={k: v for k, v in metrics.items() if isinstance(v, list)},
