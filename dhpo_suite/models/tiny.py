@@ -25,6 +25,7 @@ CHAT_TEMPLATE = (
 TINY_SHAPE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
                   num_key_value_heads=2, head_dim=32, max_position_embeddings=1024)
 VOCAB_SIZE = 512
+VERSION = 1  # bump when the tokenizer corpus or the model changes (invalidates caches)
 
 
 def _corpus(seed: int) -> list[str]:

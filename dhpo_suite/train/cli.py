@@ -1,12 +1,123 @@
-"""`dhpo-suite train` and `dhpo-suite data` (filled in by the trainer and verl-backend issues)."""
+"""`dhpo-suite train`: the embedded CPU trainer (default) or the verl backend.
+
+Options map one-to-one onto `TrainConfig` fields (help text = the field's docstring). With
+`--backend verl`, `--algo`, `--preset`, `--out`, `--dry-run` and any extra `key=value` arguments are
+forwarded as Hydra overrides to `dhpo_suite.train.verl_backend.launch.run`.
+"""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
+
+from dhpo_suite.train.embedded.config import TrainConfig
+
+__all__ = ["register"]
+
+_DOC = TrainConfig.field_docs()
+_VERL_FORWARDED = ("algo", "out", "backend")
+
+
+def _opt(field: str, *names: str):
+    return typer.Option(getattr(TrainConfig(), field), *names, help=_DOC[field], show_default=True)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help="Train with DHPO or a baseline (not built yet).")
-    def train() -> None:
-        typer.echo("dhpo-suite train: not built yet.", err=True)
-        raise typer.Exit(1)
+    @app.command(
+        help="Train with DHPO or a baseline. No arguments: the tiny model on arithmetic with DHPO-E, offline on "
+             "a CPU in a few minutes. Extra key=value arguments go to verl (--backend verl).",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def train(
+        ctx: typer.Context,
+        algo: str = _opt("algo", "--algo"),
+        clip: Optional[str] = _opt("clip", "--clip"),
+        eps_low: Optional[float] = _opt("eps_low", "--eps-low"),
+        eps_high: Optional[float] = _opt("eps_high", "--eps-high"),
+        seq_eps_low: Optional[float] = _opt("seq_eps_low", "--seq-eps-low"),
+        seq_eps_high: Optional[float] = _opt("seq_eps_high", "--seq-eps-high"),
+        loss_agg_mode: Optional[str] = _opt("loss_agg_mode", "--loss-agg-mode"),
+        group_size: int = _opt("group_size", "--group-size", "-G"),
+        prompts_per_step: int = _opt("prompts_per_step", "--prompts-per-step"),
+        ppo_epochs: int = _opt("ppo_epochs", "--ppo-epochs"),
+        mini_batches: int = _opt("mini_batches", "--mini-batches"),
+        lr: float = _opt("lr", "--lr"),
+        warmup_steps: int = _opt("warmup_steps", "--warmup-steps"),
+        weight_decay: float = _opt("weight_decay", "--weight-decay"),
+        max_grad_norm: float = _opt("max_grad_norm", "--max-grad-norm"),
+        steps: int = _opt("steps", "--steps"),
+        seed: int = _opt("seed", "--seed"),
+        model: str = _opt("model", "--model"),
+        task: str = _opt("task", "--task"),
+        out: Optional[str] = _opt("out", "--out"),
+        resume: bool = _opt("resume", "--resume"),
+        max_new_tokens: Optional[int] = _opt("max_new_tokens", "--max-new-tokens"),
+        temperature: float = _opt("temperature", "--temperature"),
+        checkpoint_every: int = _opt("checkpoint_every", "--checkpoint-every"),
+        eval_every: int = _opt("eval_every", "--eval-every"),
+        eval_prompts: int = _opt("eval_prompts", "--eval-prompts"),
+        train_pool: int = _opt("train_pool", "--train-pool"),
+        sft_target: float = _opt("sft_target", "--sft-target"),
+        sft_max_steps: int = _opt("sft_max_steps", "--sft-max-steps"),
+        chunk_tokens: int = _opt("chunk_tokens", "--chunk-tokens"),
+        threads: int = _opt("threads", "--threads"),
+        grader_workers: int = _opt("grader_workers", "--grader-workers"),
+        backend: str = _opt("backend", "--backend"),
+        preset: str = typer.Option("qwen3-1.7b", "--preset", help="verl backend: cluster preset."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="verl backend: print the command and config only."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (logs only)."),
+    ) -> None:
+        from dhpo_suite.train.embedded.config import ConfigError
+
+        values = {k: v for k, v in locals().items() if k in _DOC}
+        try:
+            cfg = TrainConfig(**values).validate()
+        except ConfigError as e:
+            _fail(_flag(e))
+        if cfg.backend == "verl":
+            raise typer.Exit(_run_verl(cfg, preset, dry_run, list(ctx.args)))
+        if ctx.args:
+            _fail(f"unknown option(s) for the embedded backend: {' '.join(ctx.args)} (see dhpo-suite train --help)")
+        if dry_run:
+            _fail("--dry-run applies to --backend verl only")
+        _run_embedded(cfg, show_progress=not no_progress)
+
+
+def _flag(e) -> str:
+    """A ConfigError as the user typed it: `--group-size: must be ...`."""
+    return f"--{e.field.replace('_', '-')}: {e.reason}"
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _run_embedded(cfg: TrainConfig, show_progress: bool) -> None:
+    from rich.console import Console
+
+    from dhpo_suite.models.local import ModelDirError
+    from dhpo_suite.train.embedded import ConfigError, train
+
+    console = Console(stderr=True)
+    try:
+        train(cfg, log=lambda s: console.print(s, markup=False, highlight=False), show_progress=show_progress)
+    except (ConfigError, ModelDirError) as e:
+        _fail(_flag(e) if isinstance(e, ConfigError) else str(e))
+
+
+def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str]) -> int:
+    """Forward to the verl backend; embedded-only options set away from their defaults are an error."""
+    from pathlib import Path
+
+    default = TrainConfig()
+    embedded_only = [k for k in _DOC if k not in _VERL_FORWARDED and getattr(cfg, k) != getattr(default, k)]
+    if embedded_only:
+        names = ", ".join("--" + k.replace("_", "-") for k in embedded_only)
+        _fail(f"{names}: embedded-backend option(s); with --backend verl pass verl overrides as key=value "
+              f"arguments (see docs/verl.md)")
+    from dhpo_suite.train.verl_backend.launch import run
+
+    return run(algo=cfg.algo, preset=preset, overrides=extra, dry_run=dry_run,
+               out=Path(cfg.out) if cfg.out else None)

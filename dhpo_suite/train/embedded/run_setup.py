@@ -1,0 +1,174 @@
+"""What a run starts from (run directory, model, resumed config and checkpoint, optimizer) and the
+small pieces around the loop (progress bar, checkpoint call). The loop itself is in loop.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
+
+__all__ = ["build", "checkpoint", "prepare", "progress_bar", "resolve_model_dir", "resumed_config", "run_dir_for",
+           "stored_initial"]
+
+# Fields that may differ when resuming (they do not change what the run computes).
+_RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every")
+
+
+def run_dir_for(cfg: TrainConfig) -> Path:
+    """The run directory: --out, or runs/<algo>-<task>-<UTC time>. A new run never reuses a directory."""
+    if cfg.out is not None:
+        out = Path(cfg.out).expanduser()
+    else:
+        out = Path("runs") / f"{cfg.algo}-{cfg.task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    if cfg.resume:
+        if not (out / "manifest.json").is_file():
+            raise ConfigError("resume", f"{out}: no run to resume (manifest.json missing)")
+    elif (out / "manifest.json").exists():
+        raise ConfigError("out", f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    return out
+
+
+def resumed_config(cfg: TrainConfig, stored: dict) -> TrainConfig:
+    """The stored config of the run, with the fields that may change on resume taken from `cfg`.
+
+    A field the user set (differs from the default) that contradicts the stored run is an error.
+    """
+    default = TrainConfig()
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    base = TrainConfig(**{k: v for k, v in stored.items() if k in known})
+    for f in dataclasses.fields(TrainConfig):
+        mine, theirs = getattr(cfg, f.name), getattr(base, f.name)
+        if f.name not in _RESUME_MAY_CHANGE and mine != getattr(default, f.name) and mine != theirs:
+            raise ConfigError(f.name, f"the run being resumed used {theirs!r}; cannot change it to {mine!r}")
+    changes = {k: getattr(cfg, k) for k in _RESUME_MAY_CHANGE if getattr(cfg, k) != getattr(default, k)}
+    return dataclasses.replace(base, **changes, resume=True, out=cfg.out).validate()
+
+
+def resolve_model_dir(cfg: TrainConfig, task, accuracy_fn, log: Callable[[str], None]) -> Path:
+    """'tiny' -> the cached SFT warm-started tiny model; 'smollm2-135m' -> the converted GGUF; else a checked dir."""
+    from dhpo_suite.models import local, smollm2
+
+    if cfg.model == "tiny":
+        from dhpo_suite.train.embedded.sft import warm_started_tiny_model
+
+        return warm_started_tiny_model(cache_dir(), task, target=cfg.sft_target, max_steps=cfg.sft_max_steps,
+                                       seed=cfg.seed, accuracy_fn=accuracy_fn, log=log)
+    if cfg.model == smollm2.NAME:
+        return smollm2.smollm2_dir(cache_dir(), log=log)
+    try:
+        return local.check_model_dir(cfg.model)
+    except local.ModelDirError as e:
+        raise ConfigError("model", str(e)) from None
+
+
+def prepare(cfg: TrainConfig) -> tuple[Path, TrainConfig]:
+    """The run directory and the effective config (the stored one when resuming)."""
+    from dhpo_suite.runs import RunFormatError, read_manifest
+
+    run_dir = run_dir_for(cfg)
+    if cfg.resume:
+        try:
+            stored = read_manifest(run_dir).config
+        except RunFormatError as e:
+            raise ConfigError("resume", str(e)) from None
+        cfg = resumed_config(cfg, stored)
+    return run_dir, cfg
+
+
+def _lr_lambda(warmup_steps: int):
+    return lambda s: min(1.0, (s + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
+
+
+def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):
+    """Model, tokenizer, objective, optimizer, problems; restored from the last checkpoint when resuming.
+
+    Returns (ctx, first step to run, Manifest, TelemetrySpec, held-out problems).
+    """
+    from dhpo_suite.models.local import load_model
+    from dhpo_suite.runs import Manifest, TelemetrySpec
+    from dhpo_suite.tasks import get_task
+    from dhpo_suite.train.embedded import checkpoint as ckpt
+    from dhpo_suite.train.embedded.loop import _Ctx, _Timer
+    from dhpo_suite.train.embedded.reward import heldout_reward
+    from dhpo_suite.train.objectives import get_objective
+
+    task = get_task(cfg.task)
+    max_new = cfg.max_new_tokens or task.max_new_tokens
+    objective = get_objective(cfg.algo, **cfg.objective_hparams())
+    heldout = task.make_problems(cfg.eval_prompts, seed=cfg.seed, split="test")
+    sft_eval = task.make_problems(64, seed=cfg.seed + 1, split="test")
+    accuracy = lambda m, tok: heldout_reward(m, tok, task, sft_eval, pool, max_new_tokens=max_new,  # noqa: E731
+                                             temperature=cfg.temperature, seed=cfg.seed + 11)
+    last = ckpt.latest_checkpoint(run_dir) if cfg.resume else None
+    if cfg.model == "tiny" and "solution" not in task.make_problems(1, seed=0)[0]:
+        raise ConfigError("task", f"the tiny model's warm-start needs reference solutions; {cfg.task!r} has none "
+                                  f"(use an arithmetic task, or --model smollm2-135m / a model directory)")
+    base_dir = resolve_model_dir(cfg, task, accuracy, log)
+    model, tokenizer = load_model(last[1] if last else base_dir)
+    torch.manual_seed(cfg.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.warmup_steps))
+    generator = torch.Generator().manual_seed(cfg.seed)
+    start = 1
+    if last:
+        start = ckpt.load_trainer_state(last[1], optimizer, scheduler, generator) + 1
+        log(f"resuming from {last[1]} (step {start - 1})")
+    problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
+    ctx = _Ctx(cfg, task, model, tokenizer, objective, optimizer, scheduler, generator, pool, problems, max_new,
+               _Timer())
+    spec = TelemetrySpec(max_response_length=max_new)
+    manifest = Manifest(algorithm=cfg.algo, hparams={**objective.hparams, "lr": cfg.lr, "group_size": cfg.group_size,
+                                                     "prompts_per_step": cfg.prompts_per_step,
+                                                     "ppo_epochs": cfg.ppo_epochs, "mini_batches": cfg.mini_batches,
+                                                     "warmup_steps": cfg.warmup_steps,
+                                                     "max_grad_norm": cfg.max_grad_norm},
+                        model=str(base_dir), task=cfg.task, backend="embedded", seed=cfg.seed,
+                        config=cfg.to_dict(), telemetry=spec.to_dict())
+    return ctx, start, manifest, spec, heldout
+
+
+def stored_initial(run_dir: Path) -> float | None:
+    """The held-out reward before training, as recorded in step 1 of a run being resumed."""
+    from dhpo_suite.runs import RunReader
+
+    frame = RunReader(run_dir).scalars()
+    col = "eval/heldout_reward_initial"
+    if col not in frame or frame[col].dropna().empty:
+        return None
+    return float(frame[col].dropna().iloc[0])
+
+
+def checkpoint(writer, ctx, step: int) -> Path:
+    from dhpo_suite.train.embedded.checkpoint import save_checkpoint
+
+    return save_checkpoint(writer, step, ctx.model, ctx.tokenizer, ctx.optimizer, ctx.scheduler, ctx.generator)
+
+
+class progress_bar:
+    """A rich progress bar over steps showing the step reward and the latest held-out reward."""
+
+    def __init__(self, enabled: bool, total: int, done: int) -> None:
+        self.enabled, self.total, self.done = enabled, total, done
+
+    def __enter__(self) -> "progress_bar":
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._p = Progress(TextColumn("[bold]RL[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                               TextColumn("{task.fields[info]}"))
+            self._p.__enter__()
+            self._task = self._p.add_task("steps", total=self.total, completed=self.done, info="")
+        return self
+
+    def advance(self, step: int, reward: float, heldout: float) -> None:
+        if self.enabled:
+            self._p.update(self._task, completed=step, info=f"reward {reward:.2f}  held-out {heldout:.2f}")
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._p.__exit__(*exc)

@@ -1,0 +1,80 @@
+"""The policy update: PPO mini-batch epochs over one step's rollout with an objective from the library.
+
+Per optimizer step (one mini-batch of whole responses):
+    log π, H  = response_logprobs(model, ...)            (B, T), chunked log-softmax (logprobs.py)
+    out       = objective(log π, log π_old, Â, mask, entropy=H)   (the library's loss; nothing re-implemented)
+    out.loss.backward(); clip_grad_norm_(max_grad_norm); AdamW step; scheduler step
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from dhpo_suite.train.embedded.logprobs import response_logprobs
+from dhpo_suite.train.embedded.rollout import Rollout
+
+__all__ = ["StepBatch", "old_logprobs", "ppo_update"]
+
+
+@dataclass(frozen=True)
+class StepBatch:
+    """A step's training data: the rollout, its old log-probs (N, T) and advantages (N,)."""
+
+    rollout: Rollout
+    old_log_prob: torch.Tensor
+    advantages: torch.Tensor
+
+
+@torch.no_grad()
+def old_logprobs(model, rollout: Rollout, chunk_tokens: int, batch: int = 64) -> torch.Tensor:
+    """log π_old of every response token, (N, T), computed once before the update (eval mode, no grad)."""
+    was_training = model.training
+    model.eval()
+    parts = []
+    for s in range(0, rollout.input_ids.shape[0], batch):
+        lp, _ = response_logprobs(model, rollout.input_ids[s:s + batch], rollout.attention_mask[s:s + batch],
+                                  rollout.prompt_len, chunk_tokens)
+        parts.append(lp)
+    model.train(was_training)
+    return torch.cat(parts)
+
+
+def _trim(t: torch.Tensor, width: int) -> torch.Tensor:
+    return t[:, :width]
+
+
+def ppo_update(model, optimizer, scheduler, batch: StepBatch, objective, *, epochs: int, mini_batches: int,
+               max_grad_norm: float, chunk_tokens: int, generator: torch.Generator, telemetry=None) -> list[float]:
+    """Run `epochs` passes of `mini_batches` optimizer steps; returns the pre-clip gradient norms.
+
+    Responses are shuffled each epoch (seeded `generator`); each mini-batch is trimmed to its longest
+    response so padding costs nothing. `telemetry` (a TelemetryAccumulator) receives every pass.
+    """
+    roll = batch.rollout
+    n, P = roll.input_ids.shape[0], roll.prompt_len
+    grad_norms = []
+    model.train()
+    for epoch in range(epochs):
+        order = torch.randperm(n, generator=generator)
+        for idx in order.chunk(mini_batches):
+            idx = idx.sort().values
+            mask = roll.response_mask[idx]
+            width = max(int(mask.sum(-1).max()), 1)
+            ids = roll.input_ids[idx, :P + width]
+            att = roll.attention_mask[idx, :P + width]
+            log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens)
+            out = objective(log_prob, _trim(batch.old_log_prob[idx], width), batch.advantages[idx],
+                            _trim(mask, width), entropy=entropy)
+            optimizer.zero_grad(set_to_none=True)
+            out.loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            if torch.isfinite(norm):  # a non-finite gradient would poison AdamW's moments: skip the step
+                optimizer.step()
+            grad_norms.append(float(norm))
+            if telemetry is not None:
+                telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:],
+                                     old_log_prob=_trim(batch.old_log_prob[idx], width), epoch=epoch)
+    scheduler.step()
+    return grad_norms
