@@ -112,42 +112,78 @@ def pick(page, label: str, option: str) -> float:
     return usable(page, t0)
 
 
-def tour(root: Path) -> dict[str, float]:
+class Meter:
+    """Wall time and CPU seconds of the server process and of the browser (every process this script started
+    except the server): CPU time is what an idle machine would need; wall time here includes waiting for the
+    CPU when other work shares it."""
+
+    def __init__(self, server_pid: int):
+        self.server = psutil.Process(server_pid)
+        self.rows: dict[str, tuple[float, float, float]] = {}
+
+    def cpu(self) -> tuple[float, float]:
+        def used(p: psutil.Process) -> float:
+            try:
+                t = p.cpu_times()
+                return t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                return 0.0
+        others = [p for p in psutil.Process().children(recursive=True) if p.pid != self.server.pid]
+        return used(self.server), sum(used(p) for p in others)
+
+    def measure(self, name: str, action) -> None:
+        s0, b0 = self.cpu()
+        wall = action()
+        s1, b1 = self.cpu()
+        self.rows[name] = (wall, s1 - s0, b1 - b0)
+
+
+def tour(root: Path) -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
     proc, url, startup = start(root)
-    out = {"server start": startup}
+    meter, mem = Meter(proc.pid), {"server start (s)": startup}
     titles = [p.title for p in PAGES]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            t0 = time.perf_counter()
-            page.goto(url)
-            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
-            out["first page usable"] = usable(page, t0)
+
+            def first() -> float:
+                t0 = time.perf_counter()
+                page.goto(url)
+                page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+                return usable(page, t0)
+
+            meter.measure("first page usable", first)
             for title in titles[1:]:
-                out[f"{title} (cold)"] = goto_page(page, title)
+                meter.measure(f"{title} (cold)", lambda: goto_page(page, title))
             for title in [*titles[1:], titles[0]]:
-                out[f"{title} (warm)"] = goto_page(page, title)
+                meter.measure(f"{title} (warm)", lambda: goto_page(page, title))
             goto_page(page, "Branch outliers")
-            out["switch run (cold)"] = pick(page, "Run", "grpo")
-            out["switch run (warm)"] = pick(page, "Run", "dhpo-e")
-            out["RSS after tours (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+            meter.measure("switch run (cold)", lambda: pick(page, "Run", "grpo"))
+            meter.measure("switch run (warm)", lambda: pick(page, "Run", "dhpo-e"))
+            mem["RSS after tours (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
             slider = page.locator('[data-testid="stSlider"]').filter(has_text="Step").last.get_by_role("slider")
             slider.focus()
-            t0 = time.perf_counter()
-            for _ in range(40):
-                page.keyboard.press("ArrowLeft")  # the previous committed step: not loaded yet
-                page.wait_for_timeout(100)
-                usable(page, time.perf_counter())
-            out["step change (mean of 40)"] = (time.perf_counter() - t0) / 40
-            out["RSS after 40 steps (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+
+            def steps40() -> float:
+                t0 = time.perf_counter()
+                for _ in range(40):
+                    page.keyboard.press("ArrowLeft")  # the previous committed step: not loaded yet
+                    page.wait_for_timeout(100)
+                    usable(page, time.perf_counter())
+                return (time.perf_counter() - t0) / 40
+
+            meter.measure("step change (mean of 40)", steps40)
+            wall, s, b = meter.rows["step change (mean of 40)"]
+            meter.rows["step change (mean of 40)"] = (wall, s / 40, b / 40)
+            mem["RSS after 40 more steps (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
             browser.close()
     finally:
         proc.terminate()
         proc.wait(10)
-    return out
+    return meter.rows, mem
 
 
 def main() -> None:
@@ -156,13 +192,17 @@ def main() -> None:
     ap.add_argument("--runs-dir", type=Path, default=None, help="reuse/keep generated runs here")
     args = ap.parse_args()
     base = args.runs_dir or Path(tempfile.mkdtemp(prefix="dash-bench-"))
-    big = tour(make_runs(base / f"steps-{args.steps}", args.steps))
-    small = tour(make_runs(base / f"steps-{args.steps // 10}", args.steps // 10))
-    print(f"\n| measure | {args.steps // 10} steps | {args.steps} steps | ratio |\n|---|---|---|---|")
-    for key in big:
-        unit = "" if "MiB" in key else " s"
-        print(f"| {key} | {small[key]:.2f}{unit} | {big[key]:.2f}{unit} | {big[key] / small[key]:.2f} |")
-    print(f"\nload average during the run: {os.getloadavg()[0]:.1f} (2 cores)")
+    (big, big_mem) = tour(make_runs(base / f"steps-{args.steps}", args.steps))
+    (small, small_mem) = tour(make_runs(base / f"steps-{args.steps // 10}", args.steps // 10))
+    n, m = args.steps // 10, args.steps
+    print(f"\nseconds: wall (server CPU + browser CPU)\n\n| action | {n} steps | {m} steps | wall ratio {m}/{n} |")
+    print("|---|---|---|---|")
+    for key, (wall, s, b) in big.items():
+        w0, s0, b0 = small[key]
+        print(f"| {key} | {w0:.2f} ({s0:.2f} + {b0:.2f}) | {wall:.2f} ({s:.2f} + {b:.2f}) | {wall / w0:.2f} |")
+    for key, value in big_mem.items():
+        print(f"| {key} | {small_mem[key]:.1f} | {value:.1f} | {value / small_mem[key]:.2f} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
 
 
 if __name__ == "__main__":

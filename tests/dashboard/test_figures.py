@@ -48,6 +48,16 @@ def test_prepare_restricts_the_step_range_and_smooths_per_run():
     assert f.loc[f.run == "a", "entropy/mean"].iloc[0] == pytest.approx(0.9)
 
 
+def test_prepare_thins_long_runs_after_smoothing_keeping_both_ends():
+    steps = np.arange(1000)
+    f = pd.DataFrame({"run": "a", "step": steps, "x": (steps % 2).astype(float)})
+    thin = fcur.prepare(f, ["x"], alpha=0.9, max_points=100)
+    assert len(thin) == 100 and thin["step"].iloc[0] == 0 and thin["step"].iloc[-1] == 999
+    full = fcur.prepare(f, ["x"], alpha=0.9, max_points=None)
+    assert thin.set_index("step")["x"].to_dict() == pytest.approx(full.set_index("step")["x"].loc[thin["step"]].to_dict())
+    assert len(fcur.prepare(f, ["x"], step_range=(100, 199))) == 100  # a narrow range shows every step
+
+
 def test_line_overlay_has_one_line_per_run_with_band_and_extras():
     fig = fcur.line_overlay(two_runs(), "length/mean", "len", band=("entropy/p10", "entropy/p90"),
                             extra=[("length/p90", "p90")])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -36,8 +37,14 @@ def ema(values: pd.Series, alpha: float) -> pd.Series:
 
 
 def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
-            step_range: tuple[int, int] | None = None) -> pd.DataFrame:
-    """Keep `run`, `step` and the present `columns`, restricted to `step_range`, smoothed per run."""
+            step_range: tuple[int, int] | None = None, max_points: int | None = 500) -> pd.DataFrame:
+    """Keep `run`, `step` and the present `columns`, restricted to `step_range`, smoothed per run, then thinned
+    to at most `max_points` evenly spaced steps per run (first and last kept; None: all).
+
+    Thinning happens after smoothing, so the curve is that of every step; like TensorBoard's sampling it
+    can skip a single-step spike of a raw (unsmoothed) curve: narrow the step range to see every step.
+    The browser draws each point, so this bounds the cost of long runs.
+    """
     cols = [c for c in columns if c in frame.columns]
     out = frame.loc[:, ["run", "step", *cols]]
     if step_range is not None:
@@ -45,7 +52,14 @@ def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
     out = out.sort_values(["run", "step"], kind="stable")
     if alpha > 0 and cols:
         out[cols] = out.groupby("run", sort=False)[cols].transform(lambda s: ema(s, alpha))
+    if max_points is not None:
+        out = out.loc[[i for _, g in out.groupby("run", sort=False) for i in g.index[_keep(len(g), max_points)]]]
     return out.reset_index(drop=True)
+
+
+def _keep(m: int, n: int) -> np.ndarray:
+    """Positions of at most n evenly spaced rows out of m (first and last included)."""
+    return np.arange(m) if m <= n else np.unique(np.linspace(0, m - 1, n).round().astype(int))
 
 
 def empty_figure(title: str, message: str) -> go.Figure:

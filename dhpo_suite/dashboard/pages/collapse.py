@@ -37,7 +37,8 @@ def detector() -> None:
                                    "length plateau": v.length.plateau} for r, v in verdicts.items()}).T,
                  key="collapse_table")
     colors = run_colors(ctx.selected)
-    st.plotly_chart(fig.collapse_figure(frame, verdicts, colors), key="collapse_fig")
+    shown = prepare(frame, ["entropy/mean", "length/mean"])  # thinned for drawing; detection used every step
+    st.plotly_chart(fig.collapse_figure(shown, verdicts, colors), key="collapse_fig")
     groups = prepare(frame, ["groups/all_correct_frac", "groups/all_wrong_frac"], smoothing)
     st.plotly_chart(fig.group_outcomes(groups, colors), key="collapse_groups")
 
@@ -46,7 +47,8 @@ detector()
 st.subheader("Entropy percentiles: the low-entropy majority and the high-entropy minority")
 run = st.selectbox("Run", ctx.selected, key="collapse_run")
 frame, _ = frames.scalars_frame(ctx, [run])
-st.plotly_chart(fig.entropy_percentiles(frame, run), key="collapse_pct")
+pct = prepare(frame, ["entropy/p10", "entropy/p50", "entropy/p90", "entropy/p99", "entropy/frac_below_0.01"])
+st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct")
 steps = [int(s) for s in frame["step"]]
 if steps:
     c1, c2 = st.columns([3, 1])
