@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from dhpo_suite.runs import Manifest, RunReader, RunWriter, StepRecord, TelemetrySpec
@@ -120,17 +120,22 @@ def paper_scale_step(prompts: int, group: int, T: int, micro: int, run_dir: Path
 
 
 def read_costs(rec: StepRecord, paper_dir: Path, tmp: Path) -> dict:
+    """Scalars of 1000 steps (closed run: all compacted; live run: the worst case of 24 pending files)."""
     scalar_only = StepRecord(0, rec.scalars)
     out = {}
-    for label, every in (("compacted", 25), ("uncompacted", 0)):
+    for label in ("closed", "live"):
         d = tmp / f"run-{label}"
-        w = RunWriter(d, Manifest(algorithm="dhpo-e"), compact_every=every, fsync=False)
+        w = RunWriter(d, Manifest(algorithm="dhpo-e"), fsync=False)  # default compact_every=25
         for s in range(1000):
             scalar_only.step = s
             w.write_step(scalar_only)
-        if every:
-            w.close()  # final compaction; "uncompacted" stays as 1000 per-step files (a live run without it)
+            if label == "live" and s == 975:
+                w.compact()  # so that the last 24 steps stay uncompacted: the worst case of a live run
+        if label == "closed":
+            w.close()
+        pending = len(list((d / "scalars").glob("step-*.parquet")))
         out[f"scalars_1000_{label}_s"] = timeit(lambda: RunReader(d).scalars(), 5, 1)
+        out[f"pending_{label}"] = pending
         assert len(RunReader(d).scalars()) == 1000
     r = RunReader(paper_dir)
     out["one_distribution_s"] = timeit(lambda: r.distributions(1, "entropy_x_log_ratio"), 10)
@@ -143,34 +148,45 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1/8 of the paper batch (64 prompts), extrapolated")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--parts", type=lambda x: {int(p) for p in x.split(",")}, default={1, 2, 3},
+                    help="comma-separated subset of 1,2,3")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tmp = Path(tempfile.mkdtemp(prefix="telemetry-bench-"))
     print(f"torch threads {args.threads}; scratch {tmp}")
+    try:
+        run_parts(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
-    m = micro_step_cost(reps=10)
-    print(f"\n[1] micro-step (tiny Qwen3, {m['tokens']} response tokens): fwd+bwd {m['micro_step_s'] * 1e3:.1f} ms, "
-          f"add_update {m['add_update_s'] * 1e3:.2f} ms -> {100 * m['ratio']:.1f} % (budget 5 %); "
-          f"to_record once per step {m['to_record_s'] * 1e3:.1f} ms")
 
-    prompts = 64 if args.quick else 512
+def run_parts(args, tmp: Path) -> None:
+
+    if 1 in args.parts:
+        m = micro_step_cost(reps=10)
+        print(f"\n[1] micro-step (tiny Qwen3, {m['tokens']} response tokens): fwd+bwd {m['micro_step_s'] * 1e3:.1f} ms, "
+              f"add_update {m['add_update_s'] * 1e3:.2f} ms -> {100 * m['ratio']:.1f} % (budget 5 %); "
+              f"to_record once per step {m['to_record_s'] * 1e3:.1f} ms")
+    prompts = 64 if args.quick or 2 not in args.parts else 512
     p = paper_scale_step(prompts, 16, 4096, 64, tmp / "paper")
-    scale = 512 / prompts
-    print(f"\n[2] one step: {p['responses']} responses x 4096 slots ({p['slots'] / 1e6:.1f} M slots, "
-          f"{p['tokens'] / 1e6:.1f} M valid tokens)")
-    for k, v in p["sizes"].items():
-        print(f"    {k:14s} {v / 1024:8.1f} KiB")
-    print(f"    total          {p['total'] / MiB:8.3f} MiB (budget 2 MiB; size does not grow with tokens: "
-          f"fixed bins, top-K, {len(p['record'].samples)} samples)")
-    print(f"    add_update total {p['add_update_s']:.2f} s ({p['add_update_s'] / p['slots'] * 1e9:.1f} ns/slot), "
-          f"objective {p['objective_s']:.2f} s, to_record {p['to_record_s'] * 1e3:.0f} ms, "
-          f"write_step {p['write_s'] * 1e3:.0f} ms" + (f"; x{scale:.0f} for the paper batch" if scale > 1 else ""))
-
-    r = read_costs(p["record"], tmp / "paper", tmp)
-    print(f"\n[3] scalars of 1000 steps: compacted {r['scalars_1000_compacted_s'] * 1e3:.0f} ms, "
-          f"1000 uncompacted files {r['scalars_1000_uncompacted_s'] * 1e3:.0f} ms (budget 1 s)")
-    print(f"    one step's distributions: one histogram {r['one_distribution_s'] * 1e3:.1f} ms, "
-          f"all {r['n_distributions']} {r['all_distributions_s'] * 1e3:.1f} ms (budget 0.2 s)")
+    if 2 in args.parts:
+        scale = 512 / prompts
+        print(f"\n[2] one step: {p['responses']} responses x 4096 slots ({p['slots'] / 1e6:.1f} M slots, "
+              f"{p['tokens'] / 1e6:.1f} M valid tokens)")
+        for k, v in p["sizes"].items():
+            print(f"    {k:14s} {v / 1024:8.1f} KiB")
+        print(f"    total          {p['total'] / MiB:8.3f} MiB (budget 2 MiB; size does not grow with tokens: "
+              f"fixed bins, top-K, {len(p['record'].samples)} samples)")
+        print(f"    add_update total {p['add_update_s']:.2f} s ({p['add_update_s'] / p['slots'] * 1e9:.1f} ns/slot), "
+              f"objective {p['objective_s']:.2f} s ({p['add_update_s'] / p['objective_s']:.2f}x), "
+              f"to_record {p['to_record_s'] * 1e3:.0f} ms, write_step {p['write_s'] * 1e3:.0f} ms"
+              + (f"; x{scale:.0f} for the paper batch" if scale > 1 else ""))
+    if 3 in args.parts:
+        r = read_costs(p["record"], tmp / "paper", tmp)
+        print(f"\n[3] scalars of 1000 steps: closed run {r['scalars_1000_closed_s'] * 1e3:.0f} ms, live run with "
+              f"{r['pending_live']} uncompacted step files {r['scalars_1000_live_s'] * 1e3:.0f} ms (budget 1 s)")
+        print(f"    one step's distributions: one histogram {r['one_distribution_s'] * 1e3:.1f} ms, "
+              f"all {r['n_distributions']} {r['all_distributions_s'] * 1e3:.1f} ms (budget 0.2 s)")
 
 
 if __name__ == "__main__":

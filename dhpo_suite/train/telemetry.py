@@ -7,15 +7,17 @@
         acc.add_update(out, response_ids=micro.rids, token_ids=micro.tokens, old_log_prob=old_lp, epoch=e)
     record = acc.to_record(step, grad_norm=gn, lr=lr)                             # RunWriter.write_step(record)
 
-Counts and sums stay on the device between micro-batches (fixed-bin histograms via index_add_, no host
-sync); outlier and sample candidates (a few rows) come to the host each micro-batch. Which passes count:
+Each micro-batch is reduced over its valid tokens only (one gather; padding costs nothing after it):
+counts, float64 sums and fixed-bin histograms (bincount) stay on the device until `state()`; outlier
+candidates (only tokens outside a trust region are examined) and sample rows, a few per micro-batch,
+come to the host. Cost: ~1 % of an embedded-trainer micro-step (benchmarks/telemetry.py). Which passes count:
 TelemetrySpec.epochs = "all" (default: every PPO pass, counts are token-passes, like verl's pg_clipfrac
 averaged over mini-batches) or "first" (epoch 0 only). Samples keep the latest epoch seen per response.
 
 Across data-parallel ranks: `acc.state()` is a numpy TelemetryState; `.to_bytes()` ships it, `merge` adds it
 (exact for counts, histograms, percentiles, outliers and samples), `reduce_across_ranks` does both with
 torch.distributed. Response ids must be unique within a step across ranks; the group of a response is
-response_id // group_size (use response_id = prompt_index * group_size + j).
+`group_ids` or response_id // group_size (use response_id = prompt_index * group_size + j).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class TelemetryAccumulator:
         sel = mask.reshape(-1).nonzero().squeeze(1)
         v = lambda t: t.reshape(-1).index_select(0, sel)  # noqa: E731
         self._add_token_stats(output, mask, v)
-        self._add_histograms(output, mask, v, sel % mask.shape[1])
+        self._add_histograms(output, v, sel % mask.shape[1])
         if self.spec.top_k:
             offer_outliers(self._state, output, mask, rids, token_ids, token_texts, epoch)
         if self.spec.n_samples:
@@ -217,7 +219,7 @@ class TelemetryAccumulator:
     def _hist(self, name: str, idx: torch.Tensor, n: int) -> None:
         self._add("h", name, torch.bincount(idx, minlength=n)[:n])
 
-    def _add_histograms(self, out: ObjectiveOutput, mask: torch.Tensor, v, positions: torch.Tensor) -> None:
+    def _add_histograms(self, out: ObjectiveOutput, v, positions: torch.Tensor) -> None:
         adv = v(out.advantages)
         sign = torch.where(adv > 0, 0, torch.where(adv < 0, 1, 2))  # pos, neg, zero
         token_idx = None

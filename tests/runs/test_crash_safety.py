@@ -34,7 +34,7 @@ WRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.17, 0.33])
+@pytest.mark.parametrize("delay", [0.0, 0.11, 0.29])
 def test_sigkill_mid_run_leaves_every_completed_step(tmp_path, delay):
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

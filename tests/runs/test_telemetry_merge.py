@@ -161,3 +161,20 @@ def test_bad_inputs_name_the_argument():
         acc.add_rollout(torch.zeros(4), torch.zeros(3), torch.zeros(4), 2)
     with pytest.raises(ValueError, match="specs"):
         TelemetryState(SPEC).merge(TelemetryState(TelemetrySpec(top_k=1)))
+
+
+def test_reduce_across_ranks_with_torch_distributed(tmp_path):
+    """The gather-and-merge helper over a real (single-rank, gloo) process group."""
+    import torch.distributed as dist
+
+    from dhpo_suite.train.telemetry import reduce_across_ranks
+
+    out, d = batch(6, "dhpo-e")
+    acc = accumulate(out, d, [torch.arange(B)])
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        merged = reduce_across_ranks(acc)
+    finally:
+        dist.destroy_process_group()
+    assert_same_record(merged.to_record(1, decode=DECODE), acc.to_record(1))
+
