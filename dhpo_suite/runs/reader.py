@@ -55,8 +55,8 @@ class RunReader:
         return df.reset_index(drop=True)
 
     def steps(self) -> list[int]:
-        """Committed steps, ascending."""
-        return [int(s) for s in self.scalars(columns=["step"])["step"]]
+        """Committed steps with a readable scalars row, ascending (consistent with `scalars()`)."""
+        return [int(s) for s in self.scalars()["step"]]
 
     def _scalar_tables(self, columns: list[str] | None) -> list[pa.Table]:
         folder = self.run_dir / "scalars"
@@ -81,6 +81,10 @@ class RunReader:
                 raise RunFormatError(path, "no integer 'step' column")
             if expect_step is not None and t.column("step").to_pylist() != [expect_step]:
                 raise RunFormatError(path, f"expected one row for step {expect_step}")
+            bad = [f.name for f in t.schema if not (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)
+                                                    or pa.types.is_null(f.type))]
+            if bad:
+                raise RunFormatError(path, f"non-numeric metric column(s) {bad}")
         except RunFormatError as e:
             self._problem(e.path, e.reason)
             return
@@ -105,7 +109,13 @@ class RunReader:
 
     def step_distributions(self, step: int) -> dict[str, Histogram]:
         """Every histogram of one step, {name: Histogram} (one file read)."""
-        return histograms_from_table(self._step_table("distributions", step, DISTRIBUTION_SCHEMA))
+        return self._histograms(step, self._step_table("distributions", step, DISTRIBUTION_SCHEMA))
+
+    def _histograms(self, step: int, table: pa.Table) -> dict[str, Histogram]:
+        try:
+            return histograms_from_table(table)
+        except ValueError as e:  # counts that do not fit the edges
+            raise RunFormatError(step_file(self.run_dir, "distributions", step), str(e)) from None
 
     def distribution_names(self, step: int) -> list[str]:
         table = self._step_table("distributions", step, DISTRIBUTION_SCHEMA, columns=["name"])
@@ -114,7 +124,7 @@ class RunReader:
     def _distribution(self, step: int, name: str) -> Histogram:
         path = step_file(self.run_dir, "distributions", step)
         table = self._step_table("distributions", step, DISTRIBUTION_SCHEMA, filters=[("name", "=", name)])
-        hists = histograms_from_table(table) if table.num_rows else {}
+        hists = self._histograms(step, table) if table.num_rows else {}
         if name not in hists:
             raise RunFormatError(path, f"no distribution named {name!r}")
         return hists[name]
@@ -143,9 +153,14 @@ class RunReader:
         path = step_file(self.run_dir, kind, step)
         table = _read_parquet(path, columns, filters)
         expected = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-        if not table.schema.equals(expected):
-            missing = [f.name for f in expected if f.name not in table.column_names]
-            raise RunFormatError(path, f"unexpected schema (missing columns {missing})" if missing else "unexpected schema")
+        missing = [f.name for f in expected if f.name not in table.column_names]
+        if missing:
+            raise RunFormatError(path, f"unexpected schema: missing columns {missing}")
+        table = table.select(expected.names)  # extra columns (a later additive format change) are ignored
+        wrong = [f"{f.name} ({table.schema.field(f.name).type}, expected {f.type})"
+                 for f in expected if not table.schema.field(f.name).type.equals(f.type)]
+        if wrong:
+            raise RunFormatError(path, f"unexpected schema: wrong column types {wrong}")
         return table
 
     # ---- checkpoints ----
@@ -176,7 +191,9 @@ def _read_parquet(path: Path, columns=None, filters=None) -> pa.Table:
         raise RunFormatError(path, "missing")
     try:
         if filters is None:  # ParquetFile skips the dataset layer: ~2x faster for small files
-            return pq.ParquetFile(path).read(columns=columns)
+            f = pq.ParquetFile(path)
+            names = set(f.schema_arrow.names)
+            return f.read(columns=None if columns is None else [c for c in columns if c in names])
         return pq.read_table(path, columns=columns, filters=filters)
     except FileNotFoundError:
         raise

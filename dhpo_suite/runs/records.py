@@ -95,7 +95,7 @@ class Histogram:
             self.y_edges = np.asarray(self.y_edges, dtype=np.float64)
         expect = (len(self.edges) - 1,) + (() if self.y_edges is None else (len(self.y_edges) - 1,))
         if self.counts.shape != expect:
-            raise ValueError(f"histogram counts shape {self.counts.shape} does not match edges {expect}")
+            raise ValueError(f"histogram counts shape {self.counts.shape} does not match the edges ({expect} bins)")
 
     @property
     def total(self) -> int:
@@ -193,6 +193,9 @@ def histograms_from_table(table: pa.Table) -> dict[str, Histogram]:
         y = r["y_edges"]
         counts = np.asarray(r["counts"], dtype=np.int64)
         if y is not None:
-            counts = counts.reshape(len(r["edges"]) - 1, len(y) - 1)
+            shape = (len(r["edges"]) - 1, len(y) - 1)
+            if counts.size != shape[0] * shape[1]:
+                raise ValueError(f"histogram {r['name']!r}: {counts.size} counts for a {shape} grid")
+            counts = counts.reshape(shape)
         out[r["name"]] = Histogram(np.asarray(r["edges"]), counts, None if y is None else np.asarray(y))
     return out

@@ -103,3 +103,32 @@ def test_manifest_errors_name_file_line_and_field(run):
         RunReader(run)
     runs = list_runs(run.parent)
     assert runs[0].status == "invalid" and "algorithm" in runs[0].problem
+
+
+def test_bad_columns_and_counts_are_named(run):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # A scalars file whose metric is text: skipped and reported, the rest reads.
+    pq.write_table(pa.table({"step": [6], "reward/mean": ["high"]}), run / "scalars" / "step-000006.parquet")
+    r = RunReader(run)
+    assert r.steps() == [1, 2, 3, 4, 5] and "non-numeric" in r.problems[0].reason
+    # Asking for a column some steps lack is not an error (absent = not measured).
+    assert list(r.scalars(columns=["not/a/metric"]).columns) == ["step"]
+    # A histogram whose counts do not fit its edges.
+    path = run / "distributions" / "step-000002.parquet"
+    t = pq.read_table(path).to_pylist()
+    t[0]["counts"] = t[0]["counts"][:-1]
+    pq.write_table(pa.Table.from_pylist(t, schema=pq.read_schema(path)), path)
+    with pytest.raises(RunFormatError, match="step-000002.parquet: .*does not match"):
+        r.step_distributions(2)
+
+
+def test_extra_columns_from_a_newer_writer_are_ignored(run):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run / "outliers" / "step-000003.parquet"
+    t = pq.read_table(path)
+    pq.write_table(t.append_column("future_field", pa.array([1] * t.num_rows)), path)
+    assert list(RunReader(run).outliers(3).columns) == t.column_names
