@@ -57,7 +57,8 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, help="Engine seed."),
         batch_size: int = typer.Option(256, help="Samples in flight; samples graded and fsynced per batch."),
         tensor_parallel_size: int = typer.Option(1, "--tp", help="GPUs per replica."),
-        data_parallel_size: int = typer.Option(1, "--dp", help="Replicas."),
+        data_parallel_size: int = typer.Option(1, "--dp", help="Replicas: one worker process each (tp GPUs)."),
+        shard: str = typer.Option(None, hidden=True, help="RANK/WORLD: run as data-parallel worker RANK."),
         max_model_len: int = typer.Option(None, help="Context length (default: the model's)."),
         dtype: str = typer.Option("auto"),
         gpu_memory_utilization: float = typer.Option(0.9),
@@ -70,6 +71,7 @@ def register(app: typer.Typer) -> None:
 
         from dhpo_suite.eval.benchmarks import resolve_benches
         from dhpo_suite.eval.engine import EngineOptions
+        from dhpo_suite.eval.parallel import parse_shard
         from dhpo_suite.eval.report import detail_table, headline_table
         from dhpo_suite.eval.runner import EvalSettings
 
@@ -77,29 +79,57 @@ def register(app: typer.Typer) -> None:
         try:
             names = resolve_benches(bench)
             targets = _targets(model, run, steps, out)
+            rank_world = parse_shard(shard) if shard else (0, 1)
         except ValueError as e:
             console.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2)
         settings = EvalSettings(template=template, samples=samples, max_new_tokens=max_new_tokens,
                                 temperature=temperature, top_p=top_p, limit=limit,
                                 data_dir=str(data_dir) if data_dir else None, batch_size=batch_size,
-                                grader_workers=grader_workers, grader_timeout=grader_timeout)
-        options = EngineOptions(tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size,
-                                max_model_len=max_model_len, dtype=dtype, seed=seed,
-                                gpu_memory_utilization=gpu_memory_utilization)
-        summaries = {}
-        for label, model_dir, results in targets:
-            try:
-                summaries[label] = _run_one(model_dir, results, names, settings, options, resume, regrade,
-                                            console)
-            except (ValueError, FileExistsError, FileNotFoundError) as e:
-                console.print(f"[red]error:[/red] {e}")
-                raise typer.Exit(2)
-            console.print(f"results: {results}")
+                                grader_workers=grader_workers, grader_timeout=grader_timeout, shard=rank_world)
+        options = EngineOptions(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len, dtype=dtype,
+                                seed=seed, gpu_memory_utilization=gpu_memory_utilization)
+        if data_parallel_size > 1 and not regrade:
+            summaries = _data_parallel(targets, names, settings, data_parallel_size, tensor_parallel_size, resume,
+                                       console)
+        else:
+            summaries = _sequential(targets, names, settings, options, resume, regrade, console)
         out_console = Console(width=None if sys.stdout.isatty() else 160)  # files/pipes get the full table
         out_console.print(headline_table(summaries))
         for label, s in summaries.items():
             out_console.print(detail_table(s, title=f"Details: {label}"))
+
+
+def _sequential(targets, names, settings, options, resume, regrade, console) -> dict:
+    summaries = {}
+    for label, model_dir, results in targets:
+        try:
+            summaries[label] = _run_one(model_dir, results, names, settings, options, resume, regrade, console)
+        except (ValueError, FileExistsError, FileNotFoundError) as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2)
+        console.print(f"results: {results}")
+    return summaries
+
+
+def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict:
+    """--dp N: N worker processes (see dhpo_suite.eval.parallel), then summaries from all shards."""
+    from dhpo_suite.eval.benchmarks import load_problems
+    from dhpo_suite.eval.parallel import run_workers
+    from dhpo_suite.eval.runner import summarize_dir
+
+    try:
+        for name in names:
+            load_problems(name, settings.data_dir, settings.limit)
+        for _, _, results in targets:
+            if not resume and any(Path(results).glob("*.samples*.jsonl")):
+                raise FileExistsError(f"{results}: holds results already; pass --resume to continue them")
+        console.print(f"data parallel: {world} workers x {tp} GPU(s) ...")
+        run_workers(sys.argv[1:], world, tp)
+    except (ValueError, FileExistsError, RuntimeError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    return {label: summarize_dir(results) for label, _, results in targets}
 
 
 def _run_one(model_dir, results, names, settings, options, resume, regrade, console) -> dict:

@@ -21,9 +21,7 @@ class EngineOptions:
     """How vLLM runs the model (passed through to `vllm.LLM`)."""
 
     tensor_parallel_size: int = 1
-    """GPUs per model replica (tensor parallelism)."""
-    data_parallel_size: int = 1
-    """Model replicas (data parallelism)."""
+    """GPUs per model replica (tensor parallelism). Data parallelism is one process per replica (cli --dp)."""
     max_model_len: int | None = None
     """Context length (prompt + response); None: the model's own."""
     dtype: str = "auto"
@@ -88,8 +86,6 @@ class Engine:
             self.generation_config = None
         kwargs = dict(tensor_parallel_size=options.tensor_parallel_size, dtype=options.dtype, seed=options.seed,
                       enforce_eager=options.enforce_eager or cpu, max_model_len=options.max_model_len)
-        if options.data_parallel_size > 1:
-            kwargs["data_parallel_size"] = options.data_parallel_size
         if not cpu:
             kwargs["gpu_memory_utilization"] = options.gpu_memory_utilization
         self.llm = LLM(self.model, **{**kwargs, **options.extra})

@@ -20,7 +20,7 @@ from dhpo_suite.eval.prompts import load_template, stop_token_ids
 from dhpo_suite.eval.sink import GradingThread, Sink
 from dhpo_suite.runs import eval_results as er
 
-__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "SettingsMismatch"]
+__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "SettingsMismatch"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class EvalSettings:
     """Grader worker processes."""
     grader_timeout: float = 10.0
     """Seconds per graded sample before its worker is killed (status "timeout")."""
+    shard: tuple[int, int] = (0, 1)
+    """(rank, world) of a data-parallel worker: it evaluates problems i with i % world == rank."""
 
 
 class SettingsMismatch(ValueError):
@@ -73,7 +75,7 @@ def _check_resume(stored: dict, config: dict, path: Path) -> None:
 def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
     """config.json of `out_dir`: new, or the stored one (checked) when resuming."""
     path = out_dir / er.CONFIG
-    has_samples = any(out_dir.glob("*.samples.jsonl"))
+    has_samples = any(out_dir.glob("*.samples*.jsonl"))
     if path.exists() and has_samples:
         if not resume:
             raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
@@ -96,8 +98,7 @@ def _clamp_note(engine: Engine, prompts: list[str], settings: EvalSettings, benc
 
 
 def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, grading: GradingThread,
-                    config: dict,
-                    progress, notify: Notify) -> dict:
+                    config: dict, progress, notify: Notify) -> dict:
     from vllm import SamplingParams
 
     bench = BENCHMARKS[name]
@@ -109,8 +110,10 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
     config["benches"][name] = {"samples": n, "template": template.name, "problems": len(problems),
                                "stop_token_ids": stops}
     er.write_json_atomic(out_dir / er.CONFIG, config)
-    path = er.samples_path(out_dir, name)
-    stored = er.read_samples(path)
+    rank, world = settings.shard
+    problems = problems[rank::world]
+    path = er.samples_path(out_dir, name) if world == 1 else er.shard_samples_path(out_dir, name, rank, world)
+    stored = er.read_bench_samples(out_dir, name)
     for problem in stored.skipped:
         notify(f"resume: {problem}")
     done = {(r["problem_id"], r["sample"]) for r in stored.records}
@@ -133,7 +136,7 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
                         sink.flush()
             finally:
                 sink.close()
-    return bench_metrics(er.read_samples(path).records, n)
+    return bench_metrics(er.read_bench_samples(out_dir, name).records, n)
 
 
 def summarize(out_dir: Path | str, per_bench: dict[str, dict], config: dict) -> dict:
@@ -170,28 +173,38 @@ def _stored_metrics(out_dir: Path, config: dict, fresh: dict) -> dict:
     """Metrics of every benchmark stored in out_dir (earlier invocations' too), fresh ones taking priority."""
     out = {}
     for name, info in config.get("benches", {}).items():
-        out[name] = fresh.get(name) or bench_metrics(er.read_samples(er.samples_path(out_dir, name)).records,
-                                                     info["samples"])
+        out[name] = fresh.get(name) or bench_metrics(er.read_bench_samples(out_dir, name).records, info["samples"])
     return out
+
+
+def summarize_dir(out_dir: Path | str) -> dict:
+    """Recompute summary.json from the stored samples (after data-parallel workers finish)."""
+    config = er.read_json(Path(out_dir) / er.CONFIG)
+    return summarize(out_dir, _stored_metrics(Path(out_dir), config, {}), config)
+
+
+def _regrade_file(pool, path: Path, name: str, notify: Notify) -> int:
+    stored = er.read_samples(path)
+    for problem in stored.skipped:
+        notify(f"regrade: {problem}")
+    verdicts = pool.grade_many([(r["response"], r["gold"], name) for r in stored.records])
+    records = [{**r, "extracted": v.extracted, "correct": bool(v.correct), "status": v.status, "reason": v.reason}
+               for r, v in zip(stored.records, verdicts)]
+    er.rewrite_samples(path, records)
+    return len(records)
 
 
 def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, progress=_no_progress,
             notify: Notify = print) -> dict:
     """Re-grade every stored response of `out_dir` (no generation), rewrite the files, re-summarise."""
     out_dir = Path(out_dir)
-    config = er.read_json(out_dir / er.CONFIG)
     from dhpo_suite.grading import GraderPool
 
+    config = er.read_json(out_dir / er.CONFIG)
     with GraderPool(workers=settings.grader_workers, timeout=settings.grader_timeout) as pool:
         for name in config.get("benches", {}):
-            path = er.samples_path(out_dir, name)
-            stored = er.read_samples(path)
-            for problem in stored.skipped:
-                notify(f"regrade: {problem}")
-            advance = progress(name, len(stored.records), 0)
-            verdicts = pool.grade_many([(r["response"], r["gold"], name) for r in stored.records])
-            records = [{**r, "extracted": v.extracted, "correct": bool(v.correct), "status": v.status,
-                        "reason": v.reason} for r, v in zip(stored.records, verdicts)]
-            er.rewrite_samples(path, records)
-            advance(len(records))
+            files = er.bench_sample_files(out_dir, name)
+            advance = progress(name, len(er.read_bench_samples(out_dir, name).records), 0)
+            for path in files:
+                advance(_regrade_file(pool, path, name, notify))
     return summarize(out_dir, _stored_metrics(out_dir, config, {}), config)

@@ -4,6 +4,7 @@ Layout of one evaluation directory (`--out DIR`, or `RUN_DIR/evals/step-XXXXXX/`
 
     config.json              settings of the evaluation (model, template, sampling); checked on --resume
     <bench>.samples.jsonl    one JSON object per sample, appended as batches complete (SAMPLE_FIELDS)
+    <bench>.samples.shard{r}of{N}.jsonl   the same, written by data-parallel worker r of N (read together)
     summary.json             metrics per benchmark + the paper's AVG, rewritten atomically
 
 A SIGKILL can leave a torn last line in a samples file: the reader skips it and reports it, and the writer
@@ -32,6 +33,9 @@ __all__ = [
     "read_samples",
     "rewrite_samples",
     "samples_path",
+    "shard_samples_path",
+    "bench_sample_files",
+    "read_bench_samples",
     "write_json_atomic",
     "read_json",
     "checkpoint_eval_dir",
@@ -52,6 +56,31 @@ _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 def samples_path(eval_dir: Path | str, bench: str) -> Path:
     """`<eval_dir>/<bench>.samples.jsonl`."""
     return Path(eval_dir) / f"{bench}.samples.jsonl"
+
+
+def shard_samples_path(eval_dir: Path | str, bench: str, rank: int, world: int) -> Path:
+    """`<eval_dir>/<bench>.samples.shard{rank}of{world}.jsonl`: one data-parallel worker's samples."""
+    return Path(eval_dir) / f"{bench}.samples.shard{rank}of{world}.jsonl"
+
+
+def bench_sample_files(eval_dir: Path | str, bench: str) -> list[Path]:
+    """Every samples file of `bench` in `eval_dir`: the main file and any data-parallel shards."""
+    main = samples_path(eval_dir, bench)
+    return ([main] if main.exists() else []) + sorted(Path(eval_dir).glob(f"{bench}.samples.shard*of*.jsonl"))
+
+
+def read_bench_samples(eval_dir: Path | str, bench: str) -> "SamplesRead":
+    """All samples of `bench` (main file + shards), each (problem_id, sample) once (first file wins)."""
+    records, skipped, seen = [], [], set()
+    for path in bench_sample_files(eval_dir, bench):
+        got = read_samples(path)
+        skipped += got.skipped
+        for r in got.records:
+            key = (r["problem_id"], r["sample"])
+            if key not in seen:
+                seen.add(key)
+                records.append(r)
+    return SamplesRead(records, skipped)
 
 
 def checkpoint_eval_dir(run_dir: Path | str, step: int) -> Path:

@@ -84,3 +84,17 @@ def test_regrade_rescores_stored_responses_without_generating(done, settings):
     assert [r["response"] for r in regraded] == [r["response"] for r in fixed]
     assert summary["benchmarks"]["arith"]["avg@1"] == pytest.approx(0.5 + 0.5 * records[1]["correct"])
     assert summary["benchmarks"]["arith"]["boxed_rate"] >= 0.5
+
+
+def test_data_parallel_shards_share_one_results_dir(engine, settings, tmp_path):
+    """What each `--dp` worker does: its own problems (i % N == r), its own file; the summary reads all."""
+    from dhpo_suite.eval.runner import summarize_dir
+
+    for rank in (0, 1):
+        shard = EvalSettings(**{**settings.__dict__, "limit": 3, "shard": (rank, 2)})
+        evaluate(engine, ["arith"], tmp_path, shard, resume=True, notify=lambda m: None)
+    files = er.bench_sample_files(tmp_path, "arith")
+    assert [f.name for f in files] == ["arith.samples.shard0of2.jsonl", "arith.samples.shard1of2.jsonl"]
+    assert [len(er.read_samples(f).records) for f in files] == [2, 1]
+    summary = summarize_dir(tmp_path)
+    assert summary["benchmarks"]["arith"]["n_problems"] == 3 and summary["benchmarks"]["arith"]["complete"]
