@@ -10,6 +10,7 @@ handful of files.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import time
@@ -105,6 +106,9 @@ class RunWriter:
             for stale in (self.run_dir / kind).glob(".tmp-*"):  # torn writes of a killed writer
                 stale.unlink(missing_ok=True)
         self._write_manifest()
+        # A process that exits without close() (sys.exit, an uncaught error outside `with`) still records
+        # how it ended; SIGKILL cannot be caught and leaves "running".
+        atexit.register(self._close_at_exit)
         self._pending = len(self._per_step_scalar_files())
         if self._pending and self.compact_every:  # a killed run left per-step files: fold them now
             self.compact()
@@ -173,6 +177,11 @@ class RunWriter:
         self.manifest.status, self.manifest.ended_at, self.manifest.error = status, utc_now(), error
         self._write_manifest()
         self._closed = True
+        atexit.unregister(self._close_at_exit)
+
+    def _close_at_exit(self) -> None:
+        if not self._closed:
+            self.close("failed", "the process exited without closing the run")
 
     def __enter__(self) -> "RunWriter":
         return self

@@ -107,3 +107,14 @@ def test_list_runs_reports_broken_manifests(tmp_path):
     assert [r.name for r in runs] == ["bad", "a", "b"]
     assert runs[0].manifest is None and "manifest.json" in runs[0].problem and "line 1" in runs[0].problem
     assert runs[1].status == "completed"
+
+
+def test_exit_without_close_records_failed(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from dhpo_suite.runs import RunWriter, Manifest;"
+            f"w = RunWriter({str(tmp_path / 'run')!r}, Manifest(algorithm='grpo')); sys.exit(3)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 3
+    m = RunReader(tmp_path / "run").manifest
+    assert m.status == "failed" and "without closing" in m.error and m.ended_at
