@@ -74,3 +74,16 @@ def test_malformed_data_file_names_file_line_and_field(tmp_path, line, message):
 def test_missing_file_in_data_dir(tmp_path):
     with pytest.raises(DataError, match="aime24.jsonl: not found"):
         load_problems("aime24", tmp_path)
+
+
+def test_hub_loader_reads_a_dataset_through_datasets(tmp_path):
+    """The real `datasets.load_dataset` path, on a local folder standing in for the hub (no network here)."""
+    from dataclasses import replace
+
+    from dhpo_suite.eval.benchmarks import _from_hub
+
+    rows = [{"question": f"Q{i}", "answer": f"work\n#### 1,00{i}"} for i in range(3)]
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bench = replace(BENCHMARKS["gsm8k"], hub_id=str(tmp_path), config=None, split="test")
+    problems = _from_hub(bench)
+    assert [(p.id, p.problem, p.gold) for p in problems] == [(str(i), f"Q{i}", (f"100{i}",)) for i in range(3)]

@@ -98,3 +98,14 @@ def test_data_parallel_shards_share_one_results_dir(engine, settings, tmp_path):
     assert [len(er.read_samples(f).records) for f in files] == [2, 1]
     summary = summarize_dir(tmp_path)
     assert summary["benchmarks"]["arith"]["n_problems"] == 3 and summary["benchmarks"]["arith"]["complete"]
+
+
+def test_response_limit_is_clamped_to_the_context_with_a_message(engine):
+    from dhpo_suite.eval.runner import _clamp_note
+
+    assert engine.max_model_len == 1024
+    assert engine.max_new_tokens(prompt_len=1000, requested=16384) == 24
+    assert engine.max_new_tokens(prompt_len=10, requested=64) == 64
+    note = _clamp_note(engine, ["Compute 1 + 2."], EvalSettings(), "arith")
+    assert "max_new_tokens 16384" in note and "context of 1024 tokens" in note and "clamped" in note
+    assert _clamp_note(engine, ["Compute 1 + 2."], EvalSettings(max_new_tokens=64), "arith") is None
