@@ -23,6 +23,7 @@ from multiprocessing.connection import wait
 from dhpo_suite.grading import runtime, worker
 from dhpo_suite.grading.extract import extract_answer
 from dhpo_suite.grading.items import Item, coerce_items
+from dhpo_suite.grading.launch import WorkerProcess
 from dhpo_suite.grading.verdict import Verdict
 
 __all__ = ["GraderPool"]
@@ -186,9 +187,8 @@ class GraderPool:
     # ------------------------------------------------------------ workers
     def _start(self) -> _Slot:
         parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(
-            target=worker.serve, args=(child, self.memory_mb), daemon=True, name="dhpo-grader"
-        )
+        make = WorkerProcess if self._ctx.get_start_method() == "forkserver" else self._ctx.Process
+        process = make(target=worker.serve, args=(child, self.memory_mb), daemon=True, name="dhpo-grader")
         process.start()
         child.close()
         return _Slot(process, parent, time.monotonic())

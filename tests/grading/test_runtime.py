@@ -99,3 +99,19 @@ def test_no_eval_or_exec_in_the_grader():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id not in {"eval", "exec", "compile", "__import__"}, path
+
+
+def test_workers_do_not_rerun_the_callers_main_script(tmp_path):
+    script = tmp_path / "caller.py"
+    script.write_text(textwrap.dedent("""
+        print("MAIN-RAN")  # deliberately unguarded top-level code
+        from dhpo_suite.grading import GraderPool
+        if __name__ == "__main__":
+            with GraderPool(workers=2, timeout=1.0) as pool:
+                verdicts = pool.grade_many([("\\\\boxed{10^{10^{10^{10}}}}", "1"), ("\\\\boxed{2}", "2")])
+                print("STATUSES", [v.status for v in verdicts])
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("MAIN-RAN") == 1  # not again in the 2 workers nor in the replacement
+    assert "STATUSES ['timeout', 'ok']" in out.stdout
