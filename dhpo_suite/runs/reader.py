@@ -63,6 +63,9 @@ class RunReader:
         for _attempt in range(5):  # a concurrent compaction may delete files we listed: list again
             per_step = sorted((p for p in _listdir(folder) if parse_step_file(p) is not None), key=parse_step_file)
             tables: list[pa.Table] = []
+            for aside in (p for p in _listdir(folder) if p.name.startswith(f"{SCALARS_COMPACT}.corrupt-")):
+                self._problem(aside, "compacted scalars were unreadable and set aside by the writer; "
+                                     "the steps they held are missing")
             try:
                 compact = folder / SCALARS_COMPACT
                 if compact.exists():
@@ -76,15 +79,7 @@ class RunReader:
 
     def _append(self, tables: list[pa.Table], path: Path, columns, expect_step: int | None = None) -> None:
         try:
-            t = _read_parquet(path, columns)
-            if "step" not in t.column_names or not pa.types.is_integer(t.schema.field("step").type):
-                raise RunFormatError(path, "no integer 'step' column")
-            if expect_step is not None and t.column("step").to_pylist() != [expect_step]:
-                raise RunFormatError(path, f"expected one row for step {expect_step}")
-            bad = [f.name for f in t.schema if not (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)
-                                                    or pa.types.is_null(f.type))]
-            if bad:
-                raise RunFormatError(path, f"non-numeric metric column(s) {bad}")
+            t = read_scalars_file(path, columns, expect_step)
         except RunFormatError as e:
             self._problem(e.path, e.reason)
             return
@@ -176,6 +171,23 @@ class RunReader:
         p = Problem(Path(path), reason)
         if p not in self.problems:
             self.problems.append(p)
+
+
+def read_scalars_file(path: Path, columns=None, expect_step: int | None = None) -> pa.Table:
+    """A scalars Parquet file, checked: integer `step` (exactly [expect_step] for a per-step file), numeric
+    metric columns. RunFormatError naming the file otherwise (FileNotFoundError passes through)."""
+    t = _read_parquet(path, columns)
+    if "step" not in t.column_names or not pa.types.is_integer(t.schema.field("step").type):
+        raise RunFormatError(path, "no integer 'step' column")
+    if t.column("step").null_count:
+        raise RunFormatError(path, "null step")
+    if expect_step is not None and t.column("step").to_pylist() != [expect_step]:
+        raise RunFormatError(path, f"expected one row for step {expect_step}")
+    bad = [f.name for f in t.schema
+           if not (pa.types.is_floating(f.type) or pa.types.is_integer(f.type) or pa.types.is_null(f.type))]
+    if bad:
+        raise RunFormatError(path, f"non-numeric metric column(s) {bad}")
+    return t
 
 
 def _listdir(folder: Path) -> list[Path]:

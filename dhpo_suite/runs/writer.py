@@ -14,6 +14,7 @@ import atexit
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,14 @@ from .format import (
     KINDS,
     MANIFEST,
     SCALARS_COMPACT,
+    RunFormatError,
     checkpoint_marker,
     checkpoint_path,
     parse_step_file,
     step_file,
 )
 from .manifest import STATUSES, Manifest, read_manifest, utc_now
+from .reader import read_scalars_file
 from .records import StepRecord
 
 __all__ = ["RunWriter", "atomic_write_bytes", "write_parquet_atomic", "mark_checkpoint_complete"]
@@ -138,8 +141,24 @@ class RunWriter:
         if not files:
             return
         target = self.run_dir / "scalars" / SCALARS_COMPACT
-        tables = [pq.read_table(target)] if target.exists() else []
-        tables += [pq.read_table(f) for f in files]
+        tables = []
+        if target.exists():
+            try:
+                tables.append(read_scalars_file(target))
+            except RunFormatError as e:  # keep the evidence, start a new compacted file
+                aside = target.with_name(f"{SCALARS_COMPACT}.corrupt-{int(time.time())}")
+                os.replace(target, aside)
+                warnings.warn(f"{e}; moved to {aside.name}", stacklevel=2)
+        readable = []
+        for f in files:
+            try:
+                tables.append(read_scalars_file(f, expect_step=parse_step_file(f)))
+                readable.append(f)
+            except RunFormatError:
+                continue  # left in place: the reader reports it
+        files = readable
+        if not tables:
+            return
         merged = pa.concat_tables(tables, promote_options="permissive")
         # Later rows (per-step files, in step order) override compacted ones for the same step.
         steps = merged.column("step").to_pylist()
@@ -180,8 +199,12 @@ class RunWriter:
         atexit.unregister(self._close_at_exit)
 
     def _close_at_exit(self) -> None:
-        if not self._closed:
+        if self._closed:
+            return
+        try:
             self.close("failed", "the process exited without closing the run")
+        except Exception as e:  # never raise from an exit hook
+            warnings.warn(f"{self.run_dir}: could not close the run at exit: {e}", stacklevel=1)
 
     def __enter__(self) -> "RunWriter":
         return self
