@@ -21,8 +21,7 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
     if (model is None) == (run is None):
         raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
     if model is not None:
-        if not model.is_dir():
-            raise typer.BadParameter(f"--model: {model} is not a directory")
+        _check_model_dir(model, "--model")
         return [(model.name, str(model), out or Path("eval-results") / model.name)]
     ckpt_root = run / "checkpoints"
     found = sorted(int(p.name[5:]) for p in ckpt_root.glob("step-*") if p.name[5:].isdigit()) \
@@ -34,7 +33,16 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
     missing = sorted(set(chosen) - set(found))
     if missing:
         raise typer.BadParameter(f"--steps: no complete checkpoint for step(s) {missing}; have {found}")
+    for s in chosen:
+        _check_model_dir(checkpoint_path(run, s), "--run")
     return [(f"step {s}", str(checkpoint_path(run, s)), er.checkpoint_eval_dir(run, s)) for s in chosen]
+
+
+def _check_model_dir(path: Path, option: str) -> None:
+    if not path.is_dir():
+        raise typer.BadParameter(f"{option}: {path} is not a directory")
+    if not (path / "config.json").is_file():
+        raise typer.BadParameter(f"{option}: {path} is not a Hugging Face model directory (no config.json)")
 
 
 def register(app: typer.Typer) -> None:

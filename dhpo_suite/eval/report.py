@@ -12,7 +12,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
-def headline_table(rows: dict[str, dict], title: str = "Results (%, headline metric per benchmark)"):
+def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline per benchmark"):
     """One row per model/checkpoint, one column per benchmark (its headline, e.g. avg@32) and AVG."""
     from rich.table import Table
 

@@ -66,6 +66,7 @@ def test_bad_arguments_fail_with_a_clear_message(args, message):
 
 def test_malformed_data_file_fails_before_loading_the_model(tmp_path):
     (tmp_path / "aime24.jsonl").write_text('{"id": "1", "problem": "P", "answer": "5"}\n{"id": "2", "problem": "Q"}\n')
+    (tmp_path / "config.json").write_text("{}")
     res = CliRunner().invoke(app, ["eval", "--bench", "aime24", "--model", str(tmp_path), "--data-dir", str(tmp_path)])
     assert res.exit_code == 2
     assert "aime24.jsonl:2: field 'answer': missing" in res.output.replace("\n", "")
@@ -77,6 +78,7 @@ def test_run_mode_targets_complete_checkpoints_and_stores_results_in_the_run(tmp
 
     for step in (10, 20, 30):
         checkpoint_path(tmp_path, step).mkdir(parents=True)
+        (checkpoint_path(tmp_path, step) / "config.json").write_text("{}")
     for step in (10, 20):  # step 30 is still being written
         checkpoint_marker(checkpoint_path(tmp_path, step)).touch()
     targets = _targets(None, tmp_path, "all", None)
@@ -86,6 +88,9 @@ def test_run_mode_targets_complete_checkpoints_and_stores_results_in_the_run(tmp
     assert [t[0] for t in _targets(None, tmp_path, "last", None)] == ["step 20"]
     with pytest.raises(Exception, match=r"step\(s\) \[30\]"):
         _targets(None, tmp_path, "10,30", None)
+    (checkpoint_path(tmp_path, 20) / "config.json").unlink()
+    with pytest.raises(Exception, match="step-000020 is not a Hugging Face model directory"):
+        _targets(None, tmp_path, "last", None)
 
 
 def test_results_tables_render_the_paper_layout():
