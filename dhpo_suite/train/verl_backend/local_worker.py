@@ -62,6 +62,8 @@ class LocalCase:
     """Activation checkpointing."""
     seed: int = 0
     """Seed of the synthetic rollouts."""
+    check_weights: bool = True
+    """Measure the weight change of each update (copies the parameters; benchmarks turn it off)."""
 
 
 def worker_overrides(case: LocalCase, objective: str) -> list[str]:
@@ -210,7 +212,7 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
             adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
             share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
             td = _update_inputs(worker, case, batch[share], adv[share], noise[share], actor.calculate_entropy)
-            before = _params(worker)
+            before = _params(worker) if case.check_weights else None
             if case.device == "cuda":
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
@@ -219,12 +221,12 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
             if case.device == "cuda":
                 torch.cuda.synchronize()
             seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-            after = _params(worker)
+            after = _params(worker) if case.check_weights else None
             metrics = tu.get(output, "metrics") if output is not None else {}
             results.append(dict(
                 objective=objective, step=step, rank=rank, seconds=seconds, cpu_seconds=cpu_seconds,
                 peak_memory_gib=_peak_memory(case.device),
-                weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))),
+                weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))) if before else None,
                 metrics={k: v for k, v in metrics.items() if isinstance(v, list)},
             ))
     return results
