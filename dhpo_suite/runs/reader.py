@@ -146,7 +146,10 @@ class RunReader:
 
     def _step_table(self, kind: str, step: int, schema: pa.Schema, columns=None, filters=None) -> pa.Table:
         path = step_file(self.run_dir, kind, step)
-        table = _read_parquet(path, columns, filters)
+        try:
+            table = _read_parquet(path, columns, filters)
+        except FileNotFoundError:
+            raise RunFormatError(path, "missing") from None
         expected = schema if columns is None else pa.schema([schema.field(c) for c in columns])
         missing = [f.name for f in expected if f.name not in table.column_names]
         if missing:
@@ -198,9 +201,8 @@ def _listdir(folder: Path) -> list[Path]:
 
 
 def _read_parquet(path: Path, columns=None, filters=None) -> pa.Table:
-    """pq.read_table with errors turned into RunFormatError naming the file (FileNotFoundError passes)."""
-    if not path.exists():
-        raise RunFormatError(path, "missing")
+    """Read a Parquet file; errors become RunFormatError naming the file, except FileNotFoundError, which
+    passes so that callers can tell "compacted away meanwhile" (retry) from "broken"."""
     try:
         if filters is None:  # ParquetFile skips the dataset layer: ~2x faster for small files
             f = pq.ParquetFile(path)

@@ -82,3 +82,35 @@ def test_leftovers_of_a_killed_step_are_ignored(tmp_path):
     RunWriter(run, synthetic_manifest("grpo"), resume=True)
     assert sorted(p.name for p in (run / "scalars").iterdir()) == ["scalars.parquet"]
     assert RunReader(run).steps() == [1, 2]
+
+
+def test_reading_a_live_run_while_it_compacts(tmp_path):
+    """A reader polling a run that a writer is filling (and compacting every 2 steps) never fails and
+    never sees a step disappear."""
+    import threading
+
+    from dhpo_suite.runs import RunWriter, StepRecord
+    from dhpo_suite.runs.synthetic import synthetic_manifest
+
+    run = tmp_path / "run"
+    w = RunWriter(run, synthetic_manifest("grpo"), compact_every=2, fsync=False)
+    done = threading.Event()
+
+    def write():
+        for s in range(150):
+            w.write_step(StepRecord(s, {"reward/mean": float(s)}))
+        done.set()
+
+    t = threading.Thread(target=write)
+    t.start()
+    seen = 0
+    try:
+        while not done.is_set():
+            r = RunReader(run)
+            steps = r.steps()
+            assert steps == list(range(len(steps))) and len(steps) >= seen and r.problems == []
+            seen = len(steps)
+    finally:
+        t.join()
+    w.close()
+    assert RunReader(run).steps() == list(range(150))
