@@ -44,3 +44,17 @@ def test_the_dashboard_process_never_imports_torch_vllm_or_verl():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_browser_test_fails_in_ci_and_skips_elsewhere_without_chromium(monkeypatch, tmp_path):
+    import pytest
+
+    from tests.dashboard import test_browser
+
+    monkeypatch.setattr(test_browser, "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="make browser"):
+        test_browser.require_chromium()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        test_browser.require_chromium()
