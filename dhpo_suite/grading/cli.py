@@ -22,8 +22,9 @@ def register(app: typer.Typer) -> None:
         file: Path = typer.Argument(..., help="JSONL input, one object per line."),
         out: Path = typer.Option(None, "--out", "-o", help="Output JSONL (default: FILE.graded.jsonl)."),
         bench: str = typer.Option(None, "--bench", help="Benchmark name for rows without `bench`."),
-        workers: int = typer.Option(2, help="Grader worker processes."),
-        timeout: float = typer.Option(5.0, help="Wall-clock seconds per item before its worker is killed."),
+        workers: int = typer.Option(2, min=1, help="Grader worker processes."),
+        timeout: float = typer.Option(
+            5.0, min=0.01, help="Wall-clock seconds per item before its worker is killed."),
     ) -> None:
         try:
             rows = read_rows(file)

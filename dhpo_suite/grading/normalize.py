@@ -5,7 +5,8 @@ gold is not an equation. The rules, in order (docs/grading.md lists them with ex
 unicode math → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
 (`\\,` `\\!` `\\;` `\\quad` `~`); `\\left`/`\\right`; `\\dfrac`/`\\tfrac` → `\\frac`; `\\frac12` →
 `\\frac{1}{2}`; a whole-answer `\\text{..}`/`\\textbf{..}`/`\\mathrm{..}` unwrapped; trailing units
-(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"); degrees (`^\\circ`, `°`, "degrees"); dollar signs;
+(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"); degrees
+(`^\\circ`, `°`, "degrees"); dollar signs;
 percent signs (remembered, see `has_percent`); `{,}` → `,`; thousands separators in a plain number
 (`58,500` → `58500`, `1 000` → `1000`); trailing punctuation; computer e-notation inside an
 expression (`4.5e33` → `4.5\\times10^{33}`, because math-verify 0.9.0 reads `4.5e33` as 4.5·e·33).
@@ -84,7 +85,7 @@ def strip_assignment(pred: str) -> str:
 
 
 def is_text_answer(normalized: str) -> bool:
-    """A word answer (`Evelyn`, `east`, `(C)`): compared as text, never parsed (E·v·e·l·y·n ≠ a name)."""
+    """A word answer (`Evelyn`, `east`, `(C)`): compared as text, never parsed as symbols."""
     return bool(re.fullmatch(r"[A-Za-z]+(?: [A-Za-z]+)*", normalized.strip("() ")))
 
 

@@ -3,7 +3,8 @@
 Protocol on a duplex pipe: the worker first sends ("ready", pid, site_ok) or ("failed", traceback);
 then it answers each (job_id, op, payload) with (job_id, result) and exits on None or EOF.
 ops: "grade" → `check.grade_one(response, golds, bench)`; "info" → the antlr4 runtime it really uses,
-its CPU seconds so far and a raw math-verify probe (`198` against `\\boxed{198\\%}`, which 4.9.3 fails and 4.13.2 passes).
+its CPU seconds so far and a raw math-verify probe (`198` against `\\boxed{198\\%}`, which 4.9.3
+fails and 4.13.2 passes).
 The parent enforces the wall-clock limit by killing the process; an address-space limit turns a
 runaway sympy computation (e.g. 10^(10^10)) into a MemoryError instead of swapping the machine.
 """
