@@ -36,7 +36,7 @@ def sweep(tiny_model_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def two_ranks(tiny_model_dir, tmp_path_factory):
     runs = tmp_path_factory.mktemp("verl-2ranks")
-    case = LocalCase(str(tiny_model_dir), ("dhpo-e",), run_dir=str(runs), **{**CASE, "steps": 2})
+    case = LocalCase(str(tiny_model_dir), ("dhpo-e",), run_dir=str(runs), save_checkpoint=True, **{**CASE, "steps": 2})
     return runs, run_distributed(case, world=2)
 
 
@@ -88,3 +88,13 @@ def test_two_ranks_merge_into_one_run_directory(sweep, two_ranks):
         assert two[key] == pytest.approx(one[key], rel=1e-4, abs=1e-6), key
     ids_one = sorted(RunReader(sweep[0] / "dhpo-e").samples(1)["response_id"])
     assert sorted(merged.samples(1)["response_id"]) == ids_one  # hash-chosen samples: same draw
+
+
+def test_checkpoint_lands_in_the_run_directory_as_an_hf_model(two_ranks):
+    runs, _ = two_ranks
+    ckpts = RunReader(runs / "dhpo-e").checkpoints()
+    assert list(ckpts) == [2]
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(ckpts[2])
+    assert model.config.model_type == "qwen3"
