@@ -79,7 +79,10 @@ class Engine:
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         from vllm import LLM
 
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.model)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{self.model}: cannot load its tokenizer: {e}") from None
         try:
             self.generation_config = GenerationConfig.from_pretrained(self.model)
         except OSError:  # no generation_config.json: the tokenizer's eos alone

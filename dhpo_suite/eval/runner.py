@@ -107,6 +107,10 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
     problems = load_problems(name, settings.data_dir, settings.limit, seed=engine.options.seed)
     prompts = {p.id: template.render(p.problem, engine.tokenizer, bench.system) for p in problems}
     stops = stop_token_ids(engine.tokenizer, engine.generation_config, template)
+    before = config["benches"].get(name, {}).get("template", template.name)
+    if before != template.name:
+        raise SettingsMismatch(f"{out_dir / er.CONFIG}: field 'benches.{name}.template': stored evaluation used "
+                               f"{before!r}, this one {template.name!r}; use the same --template or another --out")
     config["benches"][name] = {"samples": n, "template": template.name, "problems": len(problems),
                                "stop_token_ids": stops}
     er.write_json_atomic(out_dir / er.CONFIG, config)

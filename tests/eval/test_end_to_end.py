@@ -56,6 +56,8 @@ def test_existing_results_need_resume_and_same_settings(done, engine, settings):
         evaluate(engine, ["arith"], out, settings)
     with pytest.raises(SettingsMismatch, match="field 'temperature'"):
         evaluate(engine, ["arith"], out, EvalSettings(**{**settings.__dict__, "temperature": 0.6}), resume=True)
+    with pytest.raises(SettingsMismatch, match="'benches.amc23.template'"):
+        evaluate(engine, ["amc23"], out, EvalSettings(**{**settings.__dict__, "template": "chat"}), resume=True)
 
 
 def test_resume_generates_only_what_is_missing(engine, settings, tmp_path):
