@@ -43,6 +43,7 @@ _DEGREES_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*
 _THOUSANDS_RE = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SPACED_THOUSANDS_RE = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _E_NOTATION_RE = re.compile(r"(?<![\w.\\])(\d+(?:\.\d*)?|\.\d+)[eE]([-+]?\d+)(?![\w.])")
+_APPROX_PREFIX_RE = re.compile(r"^(?:\\approx|\\sim|\\simeq|=)\s*")
 _ASSIGNMENT_RE = re.compile(
     r"^(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?\s*=\s*(?=[^=]*$)"
 )
@@ -54,6 +55,7 @@ def normalize(answer: str) -> str:
     for char, latex in _UNICODE.items():
         s = s.replace(char, latex)
     s = _strip_delimiters(s)
+    s = _APPROX_PREFIX_RE.sub("", s)  # "\\approx 1.62" is the number 1.62
     s = re.sub(r"(?<!\\)\\(?:,|!|;|:|quad|qquad|\s)|~", " ", s)  # not `\\` (a row break)
     s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*", "", s)
     s = re.sub(r"\\[dt]frac", r"\\frac", s)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dhpo_suite.grading.normalize import normalize
-from dhpo_suite.grading.tolerance import numbers_match, parse_number
+from dhpo_suite.grading.tolerance import Num, numbers_match, parse_number
 
 
 @pytest.mark.parametrize(("text", "value", "exact"), [
@@ -63,8 +66,34 @@ def test_policy(gold, pred, expected, reason):
     (r"5\text{ cm}^2", "5"),
     ("3 m", "3"),
     (r"\left( 1, 2 \right)", "(1, 2)"),
+    (r"\approx 1.62", "1.62"),
     ("4.5e33 + x", r"4.5\times10^{33} + x"),
     (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}"),
 ])
 def test_normalize(raw, normal):
     assert normalize(raw) == normal
+
+
+@given(st.integers(-10**12, 10**12), st.integers(-10**12, 10**12))
+def test_integers_match_only_when_equal(a, b):
+    assert numbers_match(parse_number(str(a)), parse_number(str(b)))[0] is (a == b)
+
+
+@given(st.integers(0, 10**15))
+def test_thousands_separators_and_leading_zeros(n):
+    assert parse_number(normalize(f"{n:,}")).value == n
+    assert parse_number(normalize(f"0{n}")).value == n
+
+
+@given(st.integers(-10**6, 10**6), st.integers(1, 10**4).map(lambda k: 2 ** (k % 7) * 5 ** (k % 5)))
+def test_terminating_decimal_equals_its_fraction(p, q):
+    decimal = format(Decimal(p) / Decimal(q), "f")
+    match, _ = numbers_match(parse_number(rf"\frac{{{p}}}{{{q}}}"), parse_number(decimal))
+    assert match
+
+
+@given(st.integers(1, 999), st.integers(-30, 30), st.integers(1, 9))
+def test_rounded_gold_rejects_a_change_beyond_half_a_unit(mantissa, exponent, bump):
+    gold = parse_number(f"{mantissa / 100:.2f}e{exponent}")  # 3 significant digits
+    pred = Num(gold.value + gold.ulp * (Fraction(1, 2) + Fraction(bump, 10)), None, 0, "p")
+    assert not numbers_match(gold, pred)[0]
