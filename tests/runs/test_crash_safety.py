@@ -97,7 +97,7 @@ def test_reading_a_live_run_while_it_compacts(tmp_path):
     done = threading.Event()
 
     def write():
-        for s in range(150):
+        for s in range(80):
             w.write_step(StepRecord(s, {"reward/mean": float(s)}))
         done.set()
 
@@ -113,4 +113,4 @@ def test_reading_a_live_run_while_it_compacts(tmp_path):
     finally:
         t.join()
     w.close()
-    assert RunReader(run).steps() == list(range(150))
+    assert RunReader(run).steps() == list(range(80))
