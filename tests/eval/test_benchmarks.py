@@ -87,3 +87,14 @@ def test_hub_loader_reads_a_dataset_through_datasets(tmp_path):
     bench = replace(BENCHMARKS["gsm8k"], hub_id=str(tmp_path), config=None, split="test")
     problems = _from_hub(bench)
     assert [(p.id, p.problem, p.gold) for p in problems] == [(str(i), f"Q{i}", (f"100{i}",)) for i in range(3)]
+
+
+@pytest.mark.parametrize("name", list(BENCHMARKS))
+def test_every_benchmark_is_documented_with_its_source(name):
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "eval.md").read_text()
+    b = BENCHMARKS[name]
+    assert f"| {name} | `{b.hub_id}" in doc
+    if b.config:
+        assert f"`{b.config}` / {b.split}" in doc
