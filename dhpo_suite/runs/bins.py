@@ -135,8 +135,12 @@ def hist_quantile(edges: np.ndarray, counts: np.ndarray, q: float, log: bool = F
     total = int(counts.sum())
     if total == 0:
         return float("nan")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile q must lie in [0, 1], got {q}")
     cum = np.cumsum(counts)
     target = q * total
+    if target <= 0:  # q = 0: the lower edge of the first non-empty bin
+        return float(edges[int(np.argmax(counts > 0))])
     i = int(np.searchsorted(cum, target, side="left"))
     i = min(i, len(counts) - 1)
     before = cum[i - 1] if i > 0 else 0
