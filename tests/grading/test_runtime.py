@@ -16,8 +16,9 @@ GRADING_SRC = Path(__file__).resolve().parents[2] / "dhpo_suite" / "grading"
 
 def _python(code: str, env: dict | None = None) -> str:
     """Run `code` in a fresh interpreter of this environment; its stdout (stderr on failure)."""
+    env = {**os.environ, "DHPO_GRADER_WARMUP": "0", **(env or {})}  # start-up speed is not tested here
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, **(env or {})})
+                         timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout + out.stderr
 
@@ -111,7 +112,8 @@ def test_workers_do_not_rerun_the_callers_main_script(tmp_path):
                 verdicts = pool.grade_many([("\\\\boxed{10^{10^{10^{10}}}}", "1"), ("\\\\boxed{2}", "2")])
                 print("STATUSES", [v.status for v in verdicts])
     """))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "DHPO_GRADER_WARMUP": "0"})
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("MAIN-RAN") == 1  # not again in the 2 workers nor in the replacement
     assert "STATUSES ['timeout', 'ok']" in out.stdout
