@@ -82,6 +82,8 @@ class TelemetryAccumulator:
         rids = torch.as_tensor(response_ids, dtype=torch.int64).reshape(-1).cpu()
         if rids.numel() != mask.shape[0]:
             raise ValueError(f"response_ids has {rids.numel()} entries for a batch of {mask.shape[0]} rows")
+        if rids.unique().numel() != rids.numel():
+            raise ValueError("response_ids repeat within a micro-batch; they must be unique within a step")
         for name, br in output.branches.items():
             self._state.set_bounds(name, br.low, br.high)
         # Reduce over the valid tokens only (one gather per quantity; padding costs nothing after this).
@@ -238,8 +240,9 @@ class TelemetryAccumulator:
         ie, ne = self._bins("entropy_coarse", ent)
         ip, npos = self._bins("position", positions)
         self._hist("entropy_x_position", ie * npos + ip, ne * npos)
-        il, nl = token_idx
-        self._hist("entropy_x_log_ratio", ie * nl + il, ne * nl)
+        if token_idx is not None:  # the contract always has a token branch; stay safe without one
+            il, nl = token_idx
+            self._hist("entropy_x_log_ratio", ie * nl + il, ne * nl)
 
 
 def _np(x: Any, dtype) -> np.ndarray:

@@ -147,8 +147,8 @@ def offer_samples(
         "old_log_prob": old_log_prob,
         "entropy": out.entropy,
         "w": out.mix_weight,
-        "token_ratio": out.branches["token"].ratio,
-        "seq_ratio": out.branches["sequence"].ratio,
+        "token_ratio": out.branches["token"].ratio if "token" in out.branches else None,
+        "seq_ratio": out.branches["sequence"].ratio if "sequence" in out.branches else None,
         "mixed_ratio": out.branches["mixed"].ratio if "mixed" in out.branches else None,
     }
     host = {k: None if v is None else v[idx].float().cpu() for k, v in arrays.items()}

@@ -157,6 +157,8 @@ def test_bad_inputs_name_the_argument():
     acc = TelemetryAccumulator(SPEC)
     with pytest.raises(ValueError, match="response_ids"):
         acc.add_update(out, response_ids=torch.arange(B - 1))
+    with pytest.raises(ValueError, match="response_ids repeat"):
+        acc.add_update(out, response_ids=torch.zeros(B, dtype=torch.long))
     with pytest.raises(ValueError, match="lengths"):
         acc.add_rollout(torch.zeros(4), torch.zeros(3), torch.zeros(4), 2)
     with pytest.raises(ValueError, match="specs"):
