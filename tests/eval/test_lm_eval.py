@@ -54,7 +54,8 @@ def test_lm_eval_hf_runs_our_tasks_offline_on_the_tiny_model(tiny_model_dir, ben
     out = simple_evaluate(model="hf", model_args={"pretrained": str(tiny_model_dir), "dtype": "float32",
                                                       "device": "cpu"},
                           tasks=["dhpo_amc23_local"], limit=2, log_samples=True,
-                          gen_kwargs="max_gen_toks=8", task_manager=TaskManager(include_path=[str(TASKS), str(tmp_path)]),
+                          gen_kwargs="max_gen_toks=8",
+                          task_manager=TaskManager(include_path=[str(TASKS), str(tmp_path)], include_defaults=False),
                           batch_size=8)
     assert 0.0 <= out["results"]["dhpo_amc23_local"]["avg@4,all"] <= 1.0
     amc = out["samples"]["dhpo_amc23_local"]
