@@ -47,13 +47,13 @@ class TrainConfig:
     """Loss aggregation (token-mean, seq-mean-token-mean, ...); None: the objective's default."""
     group_size: int = 8
     """G: responses sampled per prompt (group advantages, eq. 1, need G >= 2)."""
-    prompts_per_step: int = 8
+    prompts_per_step: int = 16
     """Prompts per RL step; a step trains on prompts_per_step * group_size responses."""
     ppo_epochs: int = 1
     """Passes over each step's responses."""
     mini_batches: int = 2
     """Optimizer steps per pass (the step's responses are split into this many mini-batches)."""
-    lr: float = 2e-4
+    lr: float = 1e-4
     """AdamW peak learning rate."""
     warmup_steps: int = 3
     """Linear learning-rate warm-up, in RL steps (constant after)."""
@@ -61,7 +61,7 @@ class TrainConfig:
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
     """Gradient clipping: global L2 norm bound per optimizer step."""
-    steps: int = 40
+    steps: int = 30
     """RL steps to run."""
     seed: int = 0
     """Seed of prompts, sampling and initialisation; a run is deterministic for a seed."""
@@ -79,9 +79,9 @@ class TrainConfig:
     """Sampling temperature (the paper samples at 1.0, top-p 1.0)."""
     checkpoint_every: int = 10
     """Save a checkpoint (HF dir + optimizer and RNG state) every this many steps (and at the end)."""
-    eval_every: int = 20
+    eval_every: int = 10
     """Held-out reward every this many steps (and before the first and after the last); 0: only those two."""
-    eval_prompts: int = 64
+    eval_prompts: int = 128
     """Held-out test prompts for the held-out reward (one sample each, temperature as above)."""
     train_pool: int = 1000
     """Distinct training problems the prompts are drawn from."""

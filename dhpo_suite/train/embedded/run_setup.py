@@ -13,7 +13,7 @@ import torch
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
 
 __all__ = ["build", "checkpoint", "prepare", "progress_bar", "resolve_model_dir", "resumed_config", "run_dir_for",
-           "stored_initial"]
+           "sft_accuracy_fn", "stored_initial"]
 
 # Fields that may differ when resuming (they do not change what the run computes).
 _RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every")
@@ -46,7 +46,7 @@ def resumed_config(cfg: TrainConfig, stored: dict) -> TrainConfig:
         if f.name not in _RESUME_MAY_CHANGE and mine != getattr(default, f.name) and mine != theirs:
             raise ConfigError(f.name, f"the run being resumed used {theirs!r}; cannot change it to {mine!r}")
     changes = {k: getattr(cfg, k) for k in _RESUME_MAY_CHANGE if getattr(cfg, k) != getattr(default, k)}
-    return dataclasses.replace(base, **changes, resume=True, out=cfg.out).validate()
+    return dataclasses.replace(base, **{**changes, "resume": True, "out": cfg.out}).validate()
 
 
 def resolve_model_dir(cfg: TrainConfig, task, accuracy_fn, log: Callable[[str], None]) -> Path:
@@ -84,6 +84,16 @@ def _lr_lambda(warmup_steps: int):
     return lambda s: min(1.0, (s + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
 
 
+def sft_accuracy_fn(cfg: TrainConfig, task, pool):
+    """accuracy(model, tokenizer): sampled accuracy on 64 held-out problems (the warm-start's stop test)."""
+    from dhpo_suite.train.embedded.reward import heldout_reward
+
+    problems = task.make_problems(64, seed=cfg.seed + 1, split="test")
+    max_new = cfg.max_new_tokens or task.max_new_tokens
+    return lambda m, tok: heldout_reward(m, tok, task, problems, pool, max_new_tokens=max_new,
+                                         temperature=cfg.temperature, seed=cfg.seed + 11)
+
+
 def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):
     """Model, tokenizer, objective, optimizer, problems; restored from the last checkpoint when resuming.
 
@@ -94,16 +104,13 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):
     from dhpo_suite.tasks import get_task
     from dhpo_suite.train.embedded import checkpoint as ckpt
     from dhpo_suite.train.embedded.loop import _Ctx, _Timer
-    from dhpo_suite.train.embedded.reward import heldout_reward
     from dhpo_suite.train.objectives import get_objective
 
     task = get_task(cfg.task)
     max_new = cfg.max_new_tokens or task.max_new_tokens
     objective = get_objective(cfg.algo, **cfg.objective_hparams())
     heldout = task.make_problems(cfg.eval_prompts, seed=cfg.seed, split="test")
-    sft_eval = task.make_problems(64, seed=cfg.seed + 1, split="test")
-    accuracy = lambda m, tok: heldout_reward(m, tok, task, sft_eval, pool, max_new_tokens=max_new,  # noqa: E731
-                                             temperature=cfg.temperature, seed=cfg.seed + 11)
+    accuracy = sft_accuracy_fn(cfg, task, pool)
     last = ckpt.latest_checkpoint(run_dir) if cfg.resume else None
     if cfg.model == "tiny" and "solution" not in task.make_problems(1, seed=0)[0]:
         raise ConfigError("task", f"the tiny model's warm-start needs reference solutions; {cfg.task!r} has none "

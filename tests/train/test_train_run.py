@@ -1,0 +1,95 @@
+"""End to end: a CI-sized run learns, writes a complete run directory, and resumes after SIGKILL exactly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+CI_STEPS = 8
+
+pytestmark = pytest.mark.slow
+
+
+def test_ci_run_improves_heldout_reward(ci_run):
+    """Held-out reward (128 unseen problems, temperature 1.0) after training beats the one before."""
+    assert ci_run.last_step == CI_STEPS
+    assert ci_run.heldout_final > ci_run.heldout_initial, (ci_run.heldout_initial, ci_run.heldout_final)
+
+
+def test_run_directory_is_complete(ci_run, ci_config):
+    from transformers import AutoModelForCausalLM
+
+    from dhpo_suite.runs import RunReader
+    from dhpo_suite.train.embedded import TrainConfig
+
+    r = RunReader(ci_run.run_dir)
+    m = r.manifest
+    assert (m.algorithm, m.backend, m.task, m.status) == ("dhpo-e", "embedded", "arithmetic", "completed")
+    assert TrainConfig(**m.config) == ci_config(ci_run.run_dir)  # the resolved config, whole
+    assert m.hparams["mixing"] == "entropy" and m.hparams["lr"] == 1e-4
+    assert r.steps() == list(range(1, CI_STEPS + 1))
+    s = r.scalars()
+    for col in ("reward/mean", "entropy/mean", "w/mean", "clip/token/binding", "clip/sequence/outside_high",
+                "kl/k3", "length/mean", "grad_norm", "lr", "time/rollout_s", "time/update_s", "time/telemetry_s",
+                "throughput/rollout_tok_s"):
+        assert col in s and s[col].notna().all(), col
+    assert s["eval/heldout_reward_initial"].notna().sum() == 1
+    assert s["eval/heldout_reward"].dropna().iloc[-1] == pytest.approx(ci_run.heldout_final)
+    assert s["tokens/count"].gt(0).all() and s["responses/count"].eq(128).all()
+    assert "entropy" in r.distribution_names(1) and len(r.samples(1)) > 0
+    assert set(r.checkpoints()) == {4, 8}
+    model = AutoModelForCausalLM.from_pretrained(r.checkpoints()[8])
+    assert model.config.model_type == "qwen3"
+
+
+def _weights(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_sigkill_then_resume_reaches_the_same_final_step_and_weights(ci_run, ci_config, tmp_path):
+    from dhpo_suite.runs import RunReader
+    from dhpo_suite.train.embedded import TrainConfig, train
+
+    out = tmp_path / "killed"
+    cfg = ci_config(out, checkpoint_every=2, eval_prompts=8)
+    args = ["--model", cfg.model, "--steps", str(cfg.steps), "--out", str(out), "--checkpoint-every", "2",
+            "--eval-every", "0", "--eval-prompts", "8", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "dhpo_suite.cli", "train", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    marker = out / "checkpoints" / "step-000002" / "COMPLETE"
+    deadline = time.monotonic() + 300
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "no checkpoint within 300 s"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert RunReader(out).manifest.status == "running"  # SIGKILL: nothing got to close the run
+    result = train(TrainConfig(out=str(out), resume=True), show_progress=False)
+    assert result.last_step == CI_STEPS
+    reader = RunReader(out)
+    assert reader.steps() == list(range(1, CI_STEPS + 1)) and reader.manifest.status == "completed"
+    resumed, reference = _weights(reader.checkpoints()[CI_STEPS]), _weights(ci_run.run_dir / "checkpoints" / "step-000008")
+    for name, tensor in reference.items():
+        torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=0, msg=name)  # deterministic for a seed
+
+
+def test_resume_refuses_a_changed_objective(ci_run):
+    from dhpo_suite.train.embedded import ConfigError, TrainConfig, train
+
+    with pytest.raises(ConfigError, match="algo"):
+        train(TrainConfig(out=str(ci_run.run_dir), resume=True, algo="grpo"), show_progress=False)
+
+
+def test_new_run_refuses_an_existing_run_directory(ci_run):
+    from dhpo_suite.train.embedded import ConfigError, TrainConfig, train
+
+    with pytest.raises(ConfigError, match="already holds a run"):
+        train(TrainConfig(out=str(ci_run.run_dir)), show_progress=False)
