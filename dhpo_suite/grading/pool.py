@@ -77,8 +77,8 @@ class GraderPool:
         self._lock = threading.Lock()
         self._owner = os.getpid()
         self.stats = {"graded": 0, "timeouts": 0, "errors": 0, "restarts": 0}
-        self._slots: list[_Slot] = [self._start() for _ in range(workers)]
         self._start_failures = 0
+        self._slots: list[_Slot] = [self._start() for _ in range(workers)]
 
     # ----------------------------------------------------------------- public
     def grade(self, response: str, gold: str | Sequence[str], bench: str | None = None,
