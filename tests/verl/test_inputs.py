@@ -54,6 +54,7 @@ def test_reward_is_the_grader(tmp_path):
     assert miss["score"] == 0.0 and miss["no_answer"] == 1.0
 
 
+@pytest.mark.slow
 def test_dry_run_through_the_cli_prints_the_command_and_config(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "dhpo_suite.cli", "train", "--backend", "verl", "--algo", "gspo", "--preset",

@@ -35,6 +35,7 @@ def _probe(env_extra: dict[str, str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_entry_point_registers_every_objective_and_wraps_the_worker():
     got = _probe({})
     assert got["ours"] == sorted(f"dhpo_suite.{n}" for n in OBJECTIVES)
@@ -69,6 +70,7 @@ print(json.dumps({"message": message, "before": before,
 """
 
 
+@pytest.mark.slow
 def test_without_entry_point_the_config_target_registers_loudly():
     # VERL_USE_EXTERNAL_PLUGINS=none: verl loads no plugin, so our losses are unknown and the check says so
     # in one line; resolving our policy_loss `_target_` (what every launch does) imports and patches anyway.

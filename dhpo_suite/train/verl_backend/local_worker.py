@@ -156,8 +156,7 @@ def _update_inputs(worker, case: LocalCase, batch, adv, noise, calculate_entropy
 
 
 def _params(worker):
-    import torch
-
+    """Full copies of the (possibly sharded) parameters."""
     return [p.detach().full_tensor().clone() if hasattr(p, "full_tensor") else p.detach().clone()
             for p in worker.actor.engine.module.parameters()]
 
