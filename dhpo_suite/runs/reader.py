@@ -60,7 +60,7 @@ class RunReader:
 
     def _scalar_tables(self, columns: list[str] | None) -> list[pa.Table]:
         folder = self.run_dir / "scalars"
-        for _attempt in range(5):  # a concurrent compaction may delete files we listed: list again
+        for _attempt in range(20):  # a concurrent compaction may delete files we listed: list again
             per_step = sorted((p for p in _listdir(folder) if parse_step_file(p) is not None), key=parse_step_file)
             tables: list[pa.Table] = []
             for aside in (p for p in _listdir(folder) if p.name.startswith(f"{SCALARS_COMPACT}.corrupt-")):

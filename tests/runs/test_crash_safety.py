@@ -99,6 +99,7 @@ def test_reading_a_live_run_while_it_compacts(tmp_path):
     def write():
         for s in range(80):
             w.write_step(StepRecord(s, {"reward/mean": float(s)}))
+            time.sleep(0.005)  # a real step takes seconds; this still compacts far more often than a run
         done.set()
 
     t = threading.Thread(target=write)
