@@ -64,8 +64,10 @@ class LocalCase:
     """Seed of the synthetic rollouts."""
     check_weights: bool = True
     """Measure the weight change of each update (copies the parameters; benchmarks turn it off)."""
-    save_checkpoint: bool = False
-    """After the last step, save a verl checkpoint with hf_model (exported into the run directory)."""
+    save_checkpoint: int | None = None
+    """After the last step, save a verl checkpoint with hf_model as global step N (`global_step_N/actor`,
+    exported into the run directory), load it back as a resumed run does, and run one more step, whose
+    telemetry must be numbered N + 1."""
 
 
 def worker_overrides(case: LocalCase, objective: str) -> list[str]:
@@ -100,7 +102,7 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
         f"{ROLLOUT}.log_prob_max_token_len_per_gpu={4 * case.max_tokens_per_gpu}",
         f"{ROLLOUT}.response_length={case.response_len}",
     ]
-    if case.save_checkpoint:
+    if case.save_checkpoint is not None:
         out.append(f"{ACTOR}.checkpoint.save_contents=[model,optimizer,extra,hf_model]")
     if case.device == "cpu":  # fp32 end to end: bf16 autocast is slow on CPU and blurs exact checks
         out.append(f"+{ACTOR}.fsdp_config.mixed_precision={{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}}")
@@ -232,8 +234,15 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
                 weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))) if before else None,
                 metrics={k: v for k, v in metrics.items() if isinstance(v, list)},
             ))
-    if case.save_checkpoint and case.run_dir is not None:  # verl's trainer saves to <dir>/global_step_N/actor
-        worker.save_checkpoint(f"{case.run_dir}/verl/global_step_{case.steps}/actor", global_step=case.steps)
+    if case.save_checkpoint is not None and case.run_dir is not None:  # verl saves <dir>/global_step_N/actor
+        path = f"{case.run_dir}/verl/global_step_{case.save_checkpoint}/actor"
+        worker.save_checkpoint(path, global_step=case.save_checkpoint)
+        worker.load_checkpoint(path)
+        batch, rewards, noise = _rollout(case, case.steps + 1, vocab)
+        adv = group_advantages(rewards, case.group_size)
+        share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
+        worker.update_actor(_update_inputs(worker, case, batch[share], adv[share], noise[share],
+                                           actor.calculate_entropy))
     return results
 
 
