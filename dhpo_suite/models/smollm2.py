@@ -34,7 +34,7 @@ def smollm2_dir(cache: Path, log=print) -> Path:
     """The converted HF directory under `cache`, converting the GGUF on first use (~20 s)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    final = Path(cache) / "smollm2-135m-instruct"
+    final = Path(cache) / "smollm2-135m-instruct-v2"
     if (final / "config.json").exists() and (final / "model.safetensors").exists():
         return final
     gguf = find_gguf()
@@ -43,8 +43,18 @@ def smollm2_dir(cache: Path, log=print) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+    _fix_special_tokens(model, tokenizer)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final
+
+
+def _fix_special_tokens(model, tokenizer) -> None:
+    """The GGUF metadata maps eos/pad to <|im_start|>; the chat turn really ends with <|im_end|>."""
+    tokenizer.eos_token = "<|im_end|>"
+    tokenizer.pad_token = "<|endoftext|>"
+    eos, pad = tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
+    model.config.eos_token_id, model.config.pad_token_id = eos, pad
+    model.generation_config.eos_token_id, model.generation_config.pad_token_id = eos, pad
