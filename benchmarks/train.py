@@ -74,7 +74,7 @@ def bench_vllm(model_dir: Path, n_prompts: int, group: int, max_new: int, reps: 
     for _ in range(reps):
         s0 = time.perf_counter()  # the trainer's new weights -> the engine, every step
         weights = [(k, v.detach().clone()) for k, v in policy.state_dict().items()]
-        llm.apply_model(lambda m: m.load_weights(weights))
+        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights)})
         llm.reset_prefix_cache()
         sync += time.perf_counter() - s0
         outs = llm.generate(prompts, params, use_tqdm=False)
