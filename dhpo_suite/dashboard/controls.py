@@ -35,9 +35,6 @@ class Context:
     def path(self, run: str) -> str:
         return str(self.table.at[run, "path"])
 
-    def label(self, run: str) -> str:
-        return run
-
 
 def _persist() -> None:
     st.session_state["selected_runs"] = st.session_state["_selected_runs"]

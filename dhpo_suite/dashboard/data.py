@@ -24,6 +24,8 @@ __all__ = ["mtime", "run_version", "runs_table", "scalars", "histogram", "histog
            "trust_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
+# Cache sizes bound memory: 2048 histograms (~2 KB each: a heatmap needs ≤ 360), 64 steps of outliers and of
+# samples (≤ ~0.1 MB each), 64 scalar tables (one per run; ~0.5 MB for 1000 steps).
 
 
 def mtime(path: Path | str) -> int:
@@ -93,7 +95,7 @@ def scalars(run_dir: str, version: tuple[int, int]) -> tuple[pd.DataFrame, list[
     return frame, problems
 
 
-@st.cache_data(max_entries=4096, ttl=_TTL, show_spinner=False)
+@st.cache_data(max_entries=2048, ttl=_TTL, show_spinner=False)
 def histogram(run_dir: str, step: int, name: str, version: int) -> tuple[np.ndarray, np.ndarray] | str:
     """(edges, counts) of one step's histogram, or a string naming the file and what is wrong with it."""
     try:
@@ -118,7 +120,7 @@ def histograms(run_dir: str, steps: list[int], names: list[str]) -> tuple[dict[i
     return out, problems
 
 
-@st.cache_data(max_entries=256, ttl=_TTL, show_spinner=False)
+@st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
 def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
     try:
         return RunReader(run_dir).outliers(int(step)), []
@@ -126,7 +128,7 @@ def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[
         return pd.DataFrame(), [str(e)]
 
 
-@st.cache_data(max_entries=256, ttl=_TTL, show_spinner=False)
+@st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
 def samples(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
     try:
         return RunReader(run_dir).samples(int(step)), []

@@ -112,8 +112,8 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
                 assert page.locator('[data-testid="stAlertContentError"]').count() == 0, f"error on {spec.title}"
 
             page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Dynamics").click()
-            wait_usable(page)
-            assert page.evaluate(LIVE_POINTS) == 12
+            page.get_by_role("heading", name="Dynamics", exact=True).wait_for(timeout=60_000)
+            page.wait_for_function(f"({LIVE_POINTS})() === 12", timeout=60_000)
             with RunWriter(root / "live", read_manifest(root / "live"), resume=True, fsync=False) as w:
                 w.write_step(StepRecord(12, {"entropy/mean": 0.7, "length/mean": 190.0}))
             page.wait_for_function(f"({LIVE_POINTS})() === 13", timeout=30_000)

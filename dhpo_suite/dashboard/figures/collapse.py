@@ -58,7 +58,7 @@ def group_outcomes(frame: pd.DataFrame, colors: dict[str, str] | None = None) ->
         for col, dash, label in ((cols[0], "solid", "all correct"), (cols[1], "dash", "all wrong")):
             fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=f"{run} · {label}",
                                      line=dict(color=colors[run], dash=dash), meta=col))
-    fig.update_layout(title="Groups without signal (solid: all correct, dashed: all wrong)", xaxis_title="step",
+    fig.update_layout(title="Groups without signal (solid: all correct, dashed: all wrong)",
                       yaxis=dict(title="fraction of groups", range=[0, 1]), height=320,
                       margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.25))
     return fig
@@ -86,7 +86,7 @@ def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:
     fig.update_yaxes(type="log", title_text="entropy (nats)", secondary_y=False)
     fig.update_yaxes(title_text="fraction of tokens", range=[0, 1], tickmode="linear", dtick=0.2, showgrid=False,
                      secondary_y=True)
-    fig.update_layout(title=f"Entropy percentiles · {run}", xaxis_title="step", height=340,
+    fig.update_layout(title=f"Entropy percentiles · {run}", height=340,
                       margin=dict(t=50, b=40, l=50, r=50), legend=dict(orientation="h", y=-0.25))
     return fig
 
@@ -149,5 +149,5 @@ def entropy_split_figure(edges: np.ndarray, counts: np.ndarray, split: EntropySp
                   annotation_text=f"p{round(split.q * 100)} = {split.threshold:.3g} nats")
     fig.update_xaxes(type="log", title_text="token entropy (nats)")
     fig.update_layout(title=f"{title} · {frac[0]:.0%} of tokens below 1e-6 nats", yaxis_title="fraction of tokens",
-                      height=320, margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.25))
+                      height=320, margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.35))
     return fig

@@ -92,7 +92,7 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
             if col in g.columns and g[col].notna().any():
                 fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=f"{run} {label}",
                                          legendgroup=run, showlegend=False, line=dict(color=c, dash="dot")))
-    fig.update_layout(title=title, xaxis_title="step", height=320, margin=dict(t=50, b=40, l=50, r=10),
+    fig.update_layout(title=title, height=320, margin=dict(t=50, b=40, l=50, r=10),
                       legend=dict(orientation="h", y=-0.25))
     if log_y:
         fig.update_yaxes(type="log")

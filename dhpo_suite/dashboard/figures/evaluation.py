@@ -67,7 +67,7 @@ def accuracy_curve(frame: pd.DataFrame, bench: str | None = None, colors: dict[s
         fig.add_trace(go.Scatter(x=g["step"], y=g["value"] * 100, mode="lines+markers", name=run,
                                  line_color=colors.get(run)))
     fig.update_layout(title=title, xaxis_title="checkpoint step", yaxis_title="accuracy (%)", height=320,
-                      margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.25))
+                      margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.35))
     return fig
 
 

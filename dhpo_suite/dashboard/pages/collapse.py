@@ -38,9 +38,9 @@ def detector() -> None:
                  key="collapse_table")
     colors = run_colors(ctx.selected)
     shown = prepare(frame, ["entropy/mean", "length/mean"])  # thinned for drawing; detection used every step
-    st.plotly_chart(fig.collapse_figure(shown, verdicts, colors), key="collapse_fig")
+    st.plotly_chart(fig.collapse_figure(shown, verdicts, colors), key="collapse_fig", theme=None)
     groups = prepare(frame, ["groups/all_correct_frac", "groups/all_wrong_frac"], smoothing)
-    st.plotly_chart(fig.group_outcomes(groups, colors), key="collapse_groups")
+    st.plotly_chart(fig.group_outcomes(groups, colors), key="collapse_groups", theme=None)
 
 
 detector()
@@ -48,7 +48,7 @@ st.subheader("Entropy percentiles: the low-entropy majority and the high-entropy
 run = st.selectbox("Run", ctx.selected, key="collapse_run")
 frame, _ = frames.scalars_frame(ctx, [run])
 pct = prepare(frame, ["entropy/p10", "entropy/p50", "entropy/p90", "entropy/p99", "entropy/frac_below_0.01"])
-st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct")
+st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct", theme=None)
 steps = [int(s) for s in frame["step"]]
 if steps:
     c1, c2 = st.columns([3, 1])
@@ -59,7 +59,8 @@ if steps:
     if step in hists:
         edges, counts = hists[step]
         split = fig.entropy_split(edges, counts, q)
-        st.plotly_chart(fig.entropy_split_figure(edges, counts, split, f"Token entropy at step {step}"), key="collapse_split")
+        st.plotly_chart(fig.entropy_split_figure(edges, counts, split, f"Token entropy at step {step}"),
+                        key="collapse_split", theme=None)
         if split.mean_high == split.mean_high:  # not NaN: some tokens lie above the split
             st.caption(f"The top {1 - q:.0%} of tokens (entropy > {split.threshold:.3g} nats) average "
                        f"{split.mean_high:.3g} nats and carry {split.entropy_share_high:.0%} of the step's entropy; "

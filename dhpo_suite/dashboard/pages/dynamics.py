@@ -42,8 +42,8 @@ def charts() -> None:
     *lines, clip = panels(raw, frames.evals_frame(ctx)[0], alpha, step_range, tuple(ctx.selected))
     for i in range(0, len(lines), 2):
         for j, (col, panel) in enumerate(zip(st.columns(2), lines[i : i + 2])):
-            col.plotly_chart(panel, key=f"dynamics_{i + j}")
-    st.plotly_chart(clip, key="dyn_clip")
+            col.plotly_chart(panel, key=f"dynamics_{i + j}", theme=None)
+    st.plotly_chart(clip, key="dyn_clip", theme=None)
 
 
 charts()

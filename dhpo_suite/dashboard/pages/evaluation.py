@@ -22,7 +22,8 @@ st.subheader("Accuracy per benchmark (%), Table-1 style")
 rows = st.radio("Checkpoints", ["last of each run", "all"], horizontal=True, key="eval_rows")
 st.dataframe(fig.table1(fig.last_checkpoints(frame) if rows == "last of each run" else frame), key="table1")
 bench = st.selectbox("Curve", ["AVG", *frame["bench"].unique()], key="eval_curve")
-st.plotly_chart(fig.accuracy_curve(frame, None if bench == "AVG" else bench, run_colors(ctx.selected)), key="eval_fig")
+st.plotly_chart(fig.accuracy_curve(frame, None if bench == "AVG" else bench, run_colors(ctx.selected)),
+                key="eval_fig", theme=None)
 
 st.subheader("Per-problem drill-down")
 c1, c2 = st.columns(2)

@@ -32,7 +32,7 @@ controls.show_problems(probs)
 counts, edges = fig.heatmap_frame(hists)
 bounds = data.trust_bounds(edges, telemetry) if f"clip/{branch}/outside_low" in scal.columns and len(edges) else None
 st.plotly_chart(fig.log_ratio_heatmap(counts, edges, bounds, f"log(ratio) of the {branch} branch ({sign})"),
-                key="outliers_heatmap")
+                key="outliers_heatmap", theme=None)
 
 st.subheader("Outlier tokens of a step")
 step = st.select_slider("Step", steps, value=steps[-1], key="outliers_step")
