@@ -47,8 +47,11 @@ def make_problems(n: int, seed: int = 0, split: str = "train") -> list[dict]:
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = random.Random(f"word-problems/{seed}/{split}")
-    out, seen = [], set()
+    out, seen, tries = [], set(), 0
     while len(out) < n:
+        tries += 1
+        if tries > 1000 * max(n, 1):
+            raise ValueError(f"only {len(out)} distinct {split} word problems found; asked for {n}")
         problem, answer = _one(rng)
         if problem in seen or _split_of(problem) != split:
             continue

@@ -24,7 +24,7 @@ from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
 from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
 
-__all__ = ["TrainResult", "train", "train_step"]
+__all__ = ["ConfigError", "TrainResult", "step_prompts", "train", "train_step"]
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,13 @@ def train_step(ctx: _Ctx, step: int, acc) -> dict:
     timer.add("reward", t0)
     advantages = group_advantages(rewards, cfg.group_size)
     acc.add_rollout(rewards, roll.lengths, roll.truncated, cfg.group_size)
-    t0 = time.perf_counter()
+    t0, telemetry_before = time.perf_counter(), timer.s.get("telemetry", 0.0)
     old = old_logprobs(ctx.model, roll, cfg.chunk_tokens)
     norms = ppo_update(ctx.model, ctx.optimizer, ctx.scheduler, StepBatch(roll, old, advantages), ctx.objective,
                        epochs=cfg.ppo_epochs, mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm,
                        chunk_tokens=cfg.chunk_tokens, generator=ctx.generator, telemetry=acc)
     timer.add("update", t0)
-    timer.s["update"] -= timer.s.get("telemetry", 0.0)  # telemetry inside the update is reported on its own
+    timer.s["update"] -= timer.s["telemetry"] - telemetry_before  # telemetry inside the update: reported on its own
     n_tokens = int(roll.lengths.sum())
     return {"reward": float(rewards.mean()), "grad_norm": sum(norms) / len(norms), "tokens": n_tokens,
             "lr": ctx.scheduler.get_last_lr()[0]}
@@ -135,6 +135,9 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
     from dhpo_suite.train.embedded import run_setup
     from dhpo_suite.train.telemetry import TelemetryAccumulator, token_decoder
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-checkpoint "Writing model shards" bars would bury the run's own bar
     t_start = time.perf_counter()
     cfg = cfg.validate()
     torch.set_num_threads(cfg.threads)
@@ -175,5 +178,3 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
 def _fmt(x: float | None) -> str:
     return "?" if x is None else f"{x:.3f}"
 
-
-__all__ += ["ConfigError", "step_prompts"]
