@@ -105,3 +105,14 @@ def test_model_dir_checks(tmp_path, tiny_model_dir):
     check_model_dir(broken)  # file checks pass; loading names the path
     with pytest.raises(ModelDirError, match=str(broken)):
         load_model(broken)
+
+
+def test_verl_backend_forwards_algo_and_overrides():
+    from typer.testing import CliRunner
+
+    from dhpo_suite.cli import app
+
+    res = CliRunner().invoke(app, ["train", "--backend", "verl", "--dry-run", "--algo", "gspo",
+                                   "trainer.total_epochs=3"])
+    assert res.exit_code == 0, res.output
+    assert "loss_mode=dhpo_suite.gspo" in res.stdout and "trainer.total_epochs=3" in res.stdout
