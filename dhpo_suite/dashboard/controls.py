@@ -40,7 +40,7 @@ def _persist() -> None:
     st.session_state["selected_runs"] = st.session_state["_selected_runs"]
 
 
-def context(multi: bool = True) -> Context:
+def context() -> Context:
     """Read the runs directory and draw the sidebar: runs to compare, auto-refresh. Stops the page (with a
     message) when there are no runs."""
     root = os.environ.get(RUNS_DIR_ENV, "runs")
