@@ -13,7 +13,7 @@ import streamlit as st
 
 from dhpo_suite.dashboard import data
 
-__all__ = ["Context", "context", "step_controls", "show_problems", "RUNS_DIR_ENV", "STALE_AFTER_S"]
+__all__ = ["Context", "context", "step_controls", "show_problems", "is_stale", "RUNS_DIR_ENV", "STALE_AFTER_S"]
 
 RUNS_DIR_ENV = "DHPO_RUNS_DIR"
 REFRESH_S = 5.0
@@ -63,7 +63,7 @@ def context() -> Context:
         st.warning(f"Run {run} cannot be opened: {table.at[run, 'problems'][0]}", icon="⚠️")
     selected = [r for r in selected if table.at[r, "status"] != "invalid"]
     live = st.sidebar.toggle("Auto-refresh running runs", value=True, key="auto_refresh")
-    running = [r for r in selected if table.at[r, "status"] == "running" and not _stale(table.loc[r])]
+    running = [r for r in selected if table.at[r, "status"] == "running" and not is_stale(table.loc[r])]
     refresh = REFRESH_S if live and running else None
     if running:
         st.sidebar.caption(f"Live: {', '.join(running)} " + (f"(every {REFRESH_S:g} s)" if live else "(paused)"))
@@ -71,7 +71,8 @@ def context() -> Context:
     return Context(root, table, selected, refresh)
 
 
-def _stale(row: pd.Series) -> bool:
+def is_stale(row: pd.Series) -> bool:
+    """A "running" run whose last step is older than STALE_AFTER_S (a SIGKILLed trainer leaves "running")."""
     last = row.get("last_update")
     return last is not None and pd.notna(last) and time.time() - float(last) > STALE_AFTER_S
 

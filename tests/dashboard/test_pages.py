@@ -13,6 +13,7 @@ from dhpo_suite.dashboard.registry import PAGES
 
 def check_runs(at, root):
     table = at.dataframe[0].value
+    assert table.loc["live", "status"] == "running"  # written seconds ago: not stale
     assert list(table.index) == ["dhpo-e", "grpo", "live"]
     assert table.loc["live", "status"] == "running" and table.loc["grpo", "status"] == "completed"
     assert table.loc["dhpo-e", "steps"] == 30 and table.loc["dhpo-e", "evals"] == 2
@@ -130,3 +131,13 @@ def test_outliers_page_reports_missing_files_of_the_chosen_step(damaged_root, mo
     said = texts(at)
     assert "outliers/step-000007.parquet" in said and "No sampled responses recorded at step 7" in said
     assert "samples/step-000007.parquet: missing" in said
+
+
+def test_a_running_run_without_new_steps_for_long_is_stale():
+    import time
+
+    from dhpo_suite.dashboard.controls import STALE_AFTER_S, is_stale
+
+    assert is_stale(pd.Series({"last_update": time.time() - STALE_AFTER_S - 1}))
+    assert not is_stale(pd.Series({"last_update": time.time() - 5}))
+    assert not is_stale(pd.Series({"last_update": None}))  # no step yet: just started

@@ -15,6 +15,8 @@ def runs_list() -> None:
     table = data.runs_table(ctx.root)
     shown = table.drop(columns=["path", "problems", "error"])
     shown["last_update"] = pd.to_datetime(shown["last_update"], unit="s")
+    stale = [r for r in shown.index if shown.at[r, "status"] == "running" and controls.is_stale(table.loc[r])]
+    shown.loc[stale, "status"] = "running (no step for 10 min: killed?)"
     st.dataframe(
         shown.style.apply(lambda col: ["font-weight: bold" if r in ctx.selected else "" for r in col.index]),
         column_config={"last_update": st.column_config.DatetimeColumn("last update", format="HH:mm:ss"),
