@@ -148,7 +148,8 @@ def main() -> None:
         rows.append(bench_vllm(model_dir, *shape))
     for r in rows:
         print(f"  {r['engine']:12s} {r['tok_s']:8.0f} tok/s  wall {r['wall_s']:.2f} s  cpu {r['cpu_s']:.2f} s  "
-              f"weight sync {r['sync_s'] * 1e3:.0f} ms/step" + (f"  startup {r['startup_s']:.1f} s" if "startup_s" in r else ""))
+              f"weight sync {r['sync_s'] * 1e3:.0f} ms/step" + (f"  startup {r['startup_s']:.1f} s"
+                                                                 if "startup_s" in r else ""))
     if len(rows) == 2:
         print(f"  ratio hf/vllm tokens/s: {rows[0]['tok_s'] / rows[1]['tok_s']:.2f}")
     s = bench_steps(model_dir, steps=6)
