@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def bench_dir() -> Path:
-    """/work/shared/benchmarks (or env DHPO_BENCHMARKS_DIR): the real test sets, used by path."""
+    """../shared/benchmarks beside the repository (or env DHPO_BENCHMARKS_DIR): the real test sets, used by path."""
     path = Path(os.environ.get("DHPO_BENCHMARKS_DIR") or Path(__file__).parents[2] / "../shared/benchmarks")
     if not (path / "aime24.jsonl").is_file():
         pytest.skip(f"benchmark files not found at {path} (set DHPO_BENCHMARKS_DIR)")
