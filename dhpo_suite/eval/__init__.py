@@ -7,7 +7,16 @@
 from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, DataError, load_problems
 from dhpo_suite.eval.engine import Engine, EngineOptions
 from dhpo_suite.eval.metrics import METRICS
-from dhpo_suite.eval.runner import EvalSettings, evaluate, regrade
 
 __all__ = ["BENCHMARKS", "PAPER_BENCHMARKS", "DataError", "load_problems", "Engine", "EngineOptions", "METRICS",
            "EvalSettings", "evaluate", "regrade"]
+
+
+def __getattr__(name: str):
+    # The runner pulls the run-directory reader (pandas, numpy); load it on first use so that importing the
+    # `eval` command (the CLI's --help) stays fast.
+    if name in ("EvalSettings", "evaluate", "regrade"):
+        from dhpo_suite.eval import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,6 +5,15 @@
 """
 
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
-from dhpo_suite.train.embedded.loop import TrainResult, train
 
 __all__ = ["ConfigError", "TrainConfig", "TrainResult", "cache_dir", "train"]
+
+
+def __getattr__(name: str):
+    # The loop pulls torch and transformers (seconds); load it on first use so that importing the config
+    # (the CLI's --help) stays fast.
+    if name in ("TrainResult", "train"):
+        from dhpo_suite.train.embedded import loop
+
+        return getattr(loop, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
