@@ -9,10 +9,11 @@ the embedded trainer's synthetic task. Every path yields the same `Problem` rows
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from dhpo_suite.jsonl import iter_jsonl
 
 __all__ = ["Benchmark", "BENCHMARKS", "PAPER_BENCHMARKS", "Problem", "DataError", "resolve_benches",
            "load_problems", "read_jsonl", "normalize_row"]
@@ -128,19 +129,12 @@ def read_jsonl(path: Path | str) -> list[Problem]:
     """Read and validate a local benchmark file (one JSON object per line; duplicate ids are an error)."""
     path = Path(path)
     out, seen = [], {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-            p = _check_row(row, f"{path}:{lineno}")
-            if p.id in seen:
-                raise DataError(f"{path}:{lineno}: field 'id': duplicate {p.id!r} (first on line {seen[p.id]})")
-            seen[p.id] = lineno
-            out.append(p)
+    for lineno, row in iter_jsonl(path, DataError):
+        p = _check_row(row, f"{path}:{lineno}")
+        if p.id in seen:
+            raise DataError(f"{path}:{lineno}: field 'id': duplicate {p.id!r} (first on line {seen[p.id]})")
+        seen[p.id] = lineno
+        out.append(p)
     if not out:
         raise DataError(f"{path}: no problems")
     return out

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from dhpo_suite.jsonl import iter_jsonl
+
 __all__ = ["read_rows", "register"]
 
 
@@ -42,23 +44,13 @@ def read_rows(path: Path) -> list[dict]:
     `answer_alt` (str or list of str) and `bench` (str). Blank lines are skipped."""
     if not path.is_file():
         raise RowError(f"{path}: no such file")
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                rows.append(_check_row(line, f"{path}:{number}"))
+    rows = [_check_row(row, f"{path}:{number}") for number, row in iter_jsonl(path, RowError)]
     if not rows:
         raise RowError(f"{path}: no rows")
     return rows
 
 
-def _check_row(line: str, where: str) -> dict:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise RowError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
-    if not isinstance(row, dict):
-        raise RowError(f"{where}: expected a JSON object, got {type(row).__name__}")
+def _check_row(row: dict, where: str) -> dict:
     for field in ("response", "answer"):
         if field not in row:
             raise RowError(f"{where}: missing field '{field}'")

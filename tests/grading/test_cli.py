@@ -52,7 +52,7 @@ def test_grade_cli_out_option(tmp_path):
 
 
 @pytest.mark.parametrize(("lines", "message"), [
-    ([{"response": "1", "answer": "1"}, "{not json"], "in.jsonl:2: not valid JSON"),
+    ([{"response": "1", "answer": "1"}, "{not json"], "in.jsonl:2: invalid JSON"),
     ([{"answer": "1"}], "in.jsonl:1: missing field 'response'"),
     ([{"response": "1"}], "in.jsonl:1: missing field 'answer'"),
     ([{"response": 5, "answer": "1"}], "in.jsonl:1: field 'response' must be a string"),

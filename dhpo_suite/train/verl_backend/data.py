@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from dhpo_suite.jsonl import iter_jsonl
+
 __all__ = ["INSTRUCTION", "HUB_ID", "HUB_SPLIT_FILES", "DataError", "PrepareResult", "prepare", "read_rows"]
 
 INSTRUCTION = "\nPlease reason step by step, and put your final answer within \\boxed{}."
@@ -99,23 +101,14 @@ def read_rows(path: Path) -> Iterator[tuple[str, dict]]:
 
         for i, row in enumerate(pq.read_table(path).to_pylist()):
             yield f"{path}:row {i + 1}", row
-    elif suffix in (".jsonl", ".json"):
+    elif suffix == ".jsonl":
+        for line_no, row in iter_jsonl(path, DataError):
+            yield f"{path}:{line_no}", row
+    elif suffix == ".json":
         with open(path, encoding="utf-8") as f:
-            if suffix == ".json":
-                rows = json.load(f)
-                for i, row in enumerate(rows if isinstance(rows, list) else []):
-                    yield f"{path}:item {i + 1}", row
-                return
-            for line_no, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{line_no}: invalid JSON ({e.msg})") from None
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
-                yield f"{path}:{line_no}", row
+            rows = json.load(f)
+        for i, row in enumerate(rows if isinstance(rows, list) else []):
+            yield f"{path}:item {i + 1}", row
     else:
         raise DataError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")
 
