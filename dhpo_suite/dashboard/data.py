@@ -21,7 +21,7 @@ from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
 __all__ = ["mtime", "run_version", "runs_table", "scalars", "histogram", "histograms", "outliers", "samples",
-           "trust_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
+           "trust_bounds", "edge_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
 # Cache sizes bound memory: 2048 histograms (~2 KB each: a heatmap needs ≤ 360), 64 steps of outliers and of
@@ -95,49 +95,92 @@ def scalars(run_dir: str, version: tuple[int, int]) -> tuple[pd.DataFrame, list[
     return frame, problems
 
 
+def _family(name: str) -> tuple[str, ...]:
+    """The histograms read together with `name`: a branch's three log-ratio signs share one cache entry, so
+    switching the advantage sign re-reads nothing."""
+    if name.startswith("log_ratio/"):
+        branch = name.split("/")[1]
+        return tuple(f"log_ratio/{branch}/{s}" for s in ("pos", "neg", "zero"))
+    return (name,)
+
+
 @st.cache_data(max_entries=2048, ttl=_TTL, show_spinner=False)
-def histogram(run_dir: str, step: int, name: str, version: int) -> tuple[np.ndarray, np.ndarray] | str:
-    """(edges, counts) of one step's histogram, or a string naming the file and what is wrong with it."""
+def _step_histograms(run_dir: str, step: int, names: tuple[str, ...], version: int) -> dict[str, tuple] | str:
+    """{name: (edges, counts)} of one step's histograms `names` (one file read), or a string naming the file
+    and what is wrong with it."""
     try:
-        h = RunReader(run_dir).distributions(int(step), name)
+        hists = RunReader(run_dir).step_distributions(int(step), names)
     except RunFormatError as e:
         return str(e)
-    return h.edges, h.counts
+    return {n: (h.edges, h.counts) for n, h in hists.items()}
+
+
+def histogram(run_dir: str, step: int, name: str, version: int) -> tuple[np.ndarray, np.ndarray] | str:
+    """(edges, counts) of one step's histogram, or a string naming the file and what is wrong with it."""
+    got = _step_histograms(run_dir, int(step), _family(name), version)
+    if isinstance(got, str):
+        return got
+    if name not in got:
+        return f"{step_file(run_dir, 'distributions', step)}: no distribution named {name!r}"
+    return got[name]
 
 
 def histograms(run_dir: str, steps: list[int], names: list[str]) -> tuple[dict[int, tuple], list[str]]:
     """{step: (edges, summed counts over `names`)} for the steps whose files are readable (names with the same
-    edges, e.g. log_ratio/token/{pos,neg,zero}); problems name the others."""
+    edges, e.g. log_ratio/token/{pos,neg,zero}); problems name the others. One file read per step (cached)."""
     out, problems = {}, []
     for s in steps:
         version = mtime(step_file(run_dir, "distributions", s))
         parts = [histogram(run_dir, s, n, version) for n in names]
         bad = [p for p in parts if isinstance(p, str)]
         if bad:
-            problems.extend(bad)
+            problems.extend(dict.fromkeys(bad))
             continue
         out[s] = (parts[0][0], np.sum([p[1] for p in parts], axis=0))
     return out, problems
 
 
-@st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
-def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
+def _step_frame(kind: str, run_dir: str, step: int) -> tuple[pd.DataFrame, list[str]]:
     try:
-        return RunReader(run_dir).outliers(int(step)), []
+        return getattr(RunReader(run_dir), kind)(int(step)), []
     except RunFormatError as e:
         return pd.DataFrame(), [str(e)]
+
+
+@st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
+def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
+    return _step_frame("outliers", run_dir, step)
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
 def samples(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
+    return _step_frame("samples", run_dir, step)
+
+
+@st.cache_data(max_entries=512, ttl=_TTL, show_spinner=False)
+def _recorded_regions(run_dir: str, step: int, version: int) -> dict | None:
     try:
-        return RunReader(run_dir).samples(int(step)), []
-    except RunFormatError as e:
-        return pd.DataFrame(), [str(e)]
+        return RunReader(run_dir).trust_regions(int(step))
+    except RunFormatError:
+        return None
 
 
-def trust_bounds(edges: np.ndarray, telemetry: dict) -> tuple[float, float]:
-    """The branch's trust region (ratio space) from its log-ratio bin edges: the writer lays them out with
+def trust_bounds(run_dir: str, step: int, branch: str, telemetry: dict) -> tuple[float | None, float | None] | None:
+    """The branch's trust region at `step` in ratio space: (low, high), None for an unbounded side (CISPO has
+    no lower bound); None when the branch has no trust region or nothing is readable. Read from the run
+    (`low`/`high` of the distributions file); runs written before those columns existed fall back to the
+    log-ratio bin edges, where a one-sided region shows mirrored."""
+    version = mtime(step_file(run_dir, "distributions", step))
+    regions = _recorded_regions(run_dir, int(step), version)
+    if regions is not None and branch in regions:
+        low, high = regions[branch]
+        return None if low is None and high is None else (low, high)
+    hist = histogram(run_dir, step, f"log_ratio/{branch}/pos", version)
+    return None if isinstance(hist, str) else edge_bounds(hist[0], telemetry)
+
+
+def edge_bounds(edges: np.ndarray, telemetry: dict) -> tuple[float, float]:
+    """The trust region (ratio space) inferred from log-ratio bin edges: the writer lays them out with
     log(1−ε_low) and log(1+ε_high) as exact edges after `log_ratio_outside_bins` outside bins."""
     spec = TelemetrySpec.from_dict(telemetry) if telemetry else TelemetrySpec()
     n_out, n_in = spec.log_ratio_outside_bins, spec.log_ratio_inside_bins
@@ -190,15 +233,18 @@ def eval_summaries(run_dir: str) -> tuple[dict[int, tuple[str, dict]], list[str]
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
-def _eval_samples(path: str, version: int) -> tuple[list[dict], list[str]]:
+def _eval_samples(eval_dir: str, bench: str, version: tuple) -> tuple[list[dict], list[str]]:
     try:
-        read = er.read_samples(path)
+        read = er.read_bench_samples(eval_dir, bench)
     except RunFormatError as e:
         return [], [str(e)]
     return read.records, [str(p) for p in read.skipped]
 
 
 def eval_samples(eval_dir: str, bench: str) -> tuple[list[dict], list[str]]:
-    """Every graded sample of one benchmark of one evaluation (a torn last line is skipped and reported)."""
-    path = er.samples_path(eval_dir, bench)
-    return _eval_samples(str(path), mtime(path))
+    """Every graded sample of one benchmark of one evaluation: the samples file and the shard files of
+    `dhpo-suite eval --dp` (a torn last line is skipped and reported)."""
+    files = er.bench_sample_files(eval_dir, bench)
+    if not files:
+        return [], [f"{er.samples_path(eval_dir, bench)}: missing"]
+    return _eval_samples(str(eval_dir), bench, tuple((str(f), mtime(f)) for f in files))

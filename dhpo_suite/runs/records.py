@@ -19,6 +19,7 @@ __all__ = [
     "SAMPLE_SCHEMA",
     "DISTRIBUTION_SCHEMA",
     "CLIP_FLAG_BITS",
+    "trust_region",
 ]
 
 CLIP_FLAG_BITS = {"outside_low": 1, "outside_high": 2, "binding_low": 4, "binding_high": 8}
@@ -31,8 +32,21 @@ DISTRIBUTION_SCHEMA = pa.schema(
         ("edges", pa.list_(pa.float64())),  # x edges, len nx+1
         ("y_edges", pa.list_(pa.float64())),  # null for 1-D; len ny+1 for 2-D
         ("counts", pa.list_(pa.int64())),  # nx (1-D) or nx*ny row-major (2-D, x major)
+        # The branch's trust region (ratio space) on `log_ratio/<branch>/*` rows; null: no bound on that side
+        # (both null: no trust region). Null on other rows. Absent in files written before they existed.
+        ("low", pa.float64()),
+        ("high", pa.float64()),
     ]
 )
+DISTRIBUTION_OPTIONAL = ("low", "high")
+"""Columns added after format version 1 first shipped: readers fill them with nulls when a file lacks them."""
+
+
+def trust_region(low: float | None, high: float | None) -> tuple[float | None, float | None]:
+    """(low, high) with an unbounded side as None: low <= 0 (CISPO's ε_low = 1) and high = inf have no edge."""
+    lo = None if low is None or not low > 0 else float(low)
+    hi = None if high is None or not np.isfinite(high) else float(high)
+    return lo, hi
 
 OUTLIER_SCHEMA = pa.schema(
     [
@@ -128,6 +142,8 @@ class StepRecord:
         `entropy_x_position`, `entropy_x_log_ratio`).
     outliers: rows of OUTLIER_SCHEMA (without `step`), best first per branch.
     samples: rows of SAMPLE_SCHEMA (without `step`).
+    trust_regions: branch -> (low, high) in ratio space, None for an unbounded side (see `trust_region`);
+        stored on the branch's log-ratio histogram rows.
     """
 
     step: int
@@ -135,6 +151,7 @@ class StepRecord:
     distributions: dict[str, Histogram] = field(default_factory=dict)
     outliers: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    trust_regions: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     # ---- Arrow tables (the writer stores these; the reader rebuilds records from them) ----
     def scalars_table(self, time: float | None = None) -> pa.Table:
@@ -148,17 +165,23 @@ class StepRecord:
         return pa.table(cols, schema=pa.schema(fields))
 
     def distributions_table(self) -> pa.Table:
-        rows = [
-            {
+        rows = []
+        for name, h in sorted(self.distributions.items()):
+            branch = name.split("/")[1] if name.startswith("log_ratio/") else None
+            low, high = trust_region(*self.trust_regions.get(branch, (None, None)))
+            rows.append({
                 "step": int(self.step),
                 "name": name,
                 "edges": h.edges.tolist(),
                 "y_edges": None if h.y_edges is None else h.y_edges.tolist(),
                 "counts": h.counts.reshape(-1).tolist(),
-            }
-            for name, h in sorted(self.distributions.items())
-        ]
-        return pa.Table.from_pylist(rows, schema=DISTRIBUTION_SCHEMA)
+                "low": low,
+                "high": high,
+            })
+        table = pa.Table.from_pylist(rows, schema=DISTRIBUTION_SCHEMA)
+        # No trust regions known (a hand-built record): leave the columns out, which reads as "not recorded",
+        # not as "no trust region".
+        return table if self.trust_regions else table.drop_columns(list(DISTRIBUTION_OPTIONAL))
 
     def outliers_table(self) -> pa.Table:
         return _rows_table(self.outliers, self.step, OUTLIER_SCHEMA)

@@ -25,7 +25,7 @@ from .bins import (
     position_edges,
     weight_edges,
 )
-from .records import StepRecord
+from .records import StepRecord, trust_region
 
 __all__ = ["TelemetryState", "Decode", "outlier_order", "sample_key", "SIGNS"]
 
@@ -231,5 +231,6 @@ class TelemetryState:
             distributions=build_distributions(self),
             outliers=build_outliers(self, decode),
             samples=build_samples(self, decode),
+            trust_regions={b: trust_region(lo, hi) for b, (lo, hi) in sorted(self.bounds.items())},
         )
 

@@ -146,6 +146,18 @@ def test_log_ratio_heatmap_normalises_per_step_and_marks_the_trust_region():
     assert fo.log_ratio_heatmap(pd.DataFrame(), np.array([]), None, "t").layout.annotations
 
 
+def test_one_sided_trust_region_draws_only_its_finite_edge():
+    edges = log_ratio_edges(None, 1.28, 4, 4)  # CISPO: ε_low = 1, no lower bound
+    c = np.zeros(len(edges) - 1, int)
+    c[5] = 10
+    counts, e = fo.heatmap_frame({0: (edges, c)})
+    fig = fo.log_ratio_heatmap(counts, e, (None, 1.28), "t")
+    assert [s["y0"] for s in fig.layout.shapes] == pytest.approx([np.log(1.28)])
+    assert [a.text for a in fig.layout.annotations] == ["1+ε = 1.28"]
+    # Token colours: the open side saturates at the mirrored edge instead of failing on log(0).
+    assert token_colors([1 / 1.28, 1.28], "token_ratio", (None, 1.28)) == ["#2166ac", "#b2182b"]
+
+
 def test_outlier_table_keeps_the_farthest_per_branch_with_context():
     rows = pd.DataFrame({"branch": ["token", "token", "mixed"], "side": "high", "distance": [0.1, 0.9, 0.5],
                          "log_ratio": [0.3, 1.0, 0.7], "binding": True, "token_text": ["x", "y", "z"],

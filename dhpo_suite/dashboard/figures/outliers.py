@@ -28,12 +28,13 @@ def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.D
     return frame, edges
 
 
-def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[float, float] | None,
+def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[float | None, float | None] | None,
                       title: str) -> go.Figure:
     """Heatmap of the log-ratio distribution: x = step, y = log(ratio) bins (uneven: finest near the trust
     region), colour = log10 of the fraction of the step's tokens in the bin (empty bins blank).
 
-    `bounds` are the trust region in ratio space (1−ε_low, 1+ε_high); its edges are drawn as lines.
+    `bounds` are the trust region in ratio space (1−ε_low, 1+ε_high); its finite edges are drawn as lines
+    (a one-sided region, e.g. CISPO's with no lower bound, has None on the open side and one line).
     """
     if counts.empty or counts.to_numpy().sum() == 0:
         return empty_figure(title, "no data: no log-ratio histograms in this step range")
@@ -43,15 +44,16 @@ def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[flo
         z = np.where(frac > 0, np.log10(frac), np.nan).T  # (bins, steps)
     used = np.flatnonzero(c.sum(axis=0) > 0)
     y_lo, y_hi = edges[used[0]], edges[used[-1] + 1]
-    if bounds is not None:  # keep the trust region in view even when every token lies inside it
-        y_lo, y_hi = min(y_lo, np.log(bounds[0]) * 1.5), max(y_hi, np.log(bounds[1]) * 1.5)
+    lines = [] if bounds is None else [(np.log(b), f"1{sign}ε = {b:g}") for b, sign in zip(bounds, "−+")
+                                       if b is not None and 0 < b < np.inf]
+    for value, _ in lines:  # keep the trust region in view even when every token lies inside it
+        y_lo, y_hi = min(y_lo, value * 1.5), max(y_hi, value * 1.5)
     fig = go.Figure(go.Heatmap(
         x=counts.index.to_numpy(), y=edges, z=z, colorscale="Viridis", zmin=max(np.nanmin(z), -6), zmax=0,
         colorbar=dict(title="log10 frac"), hovertemplate="step %{x}<br>log r %{y:.3f}<br>log10 frac %{z:.2f}<extra></extra>",
     ))
-    if bounds is not None:
-        for value, label in ((np.log(bounds[0]), f"1−ε = {bounds[0]:g}"), (np.log(bounds[1]), f"1+ε = {bounds[1]:g}")):
-            fig.add_hline(y=value, line=dict(color="#ff2b2b", dash="dash", width=2), annotation_text=label,
+    for value, label in lines:
+        fig.add_hline(y=value, line=dict(color="#ff2b2b", dash="dash", width=2), annotation_text=label,
                           annotation_position="top left", annotation_font_color="#ef553b")
     fig.update_layout(title=title, xaxis_title="step", yaxis_title="log(ratio)", height=360,
                       yaxis_range=[y_lo, y_hi], margin=dict(t=50, b=40, l=60, r=10))

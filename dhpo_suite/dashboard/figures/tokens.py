@@ -38,13 +38,18 @@ def _mix(rgb: tuple[int, int, int], t: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def token_colors(values: Sequence[float], column: str, bounds: tuple[float, float] | None = None) -> list[str]:
-    """Background colour per token for `column` (see the module docstring for the scales)."""
+def token_colors(values: Sequence[float], column: str,
+                 bounds: tuple[float | None, float | None] | None = None) -> list[str]:
+    """Background colour per token for `column` (see the module docstring for the scales). A ratio reaches
+    full colour at the trust-region edge; an open side (None) uses the other edge mirrored."""
     v = np.asarray(values, dtype=float)
     if column in _RATIO_COLS:
         with np.errstate(divide="ignore", invalid="ignore"):
             lr = np.log(v)
-        edge_lo, edge_hi = (math.log(bounds[0]), math.log(bounds[1])) if bounds else (-0.5, 0.5)
+        lo, hi = bounds or (None, None)
+        edge_lo = math.log(lo) if lo else None
+        edge_hi = math.log(hi) if hi and math.isfinite(hi) else None
+        edge_lo, edge_hi = (edge_lo or (-edge_hi if edge_hi else -0.5)), (edge_hi or (-edge_lo if edge_lo else 0.5))
         return [_mix((33, 102, 172), x / edge_lo) if x < 0 else _mix((178, 24, 43), x / edge_hi) for x in lr]
     if column == "entropy":
         top = np.nanmax(v) if np.isfinite(v).any() and np.nanmax(v) > 0 else 1.0

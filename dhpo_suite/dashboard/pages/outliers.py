@@ -30,7 +30,8 @@ telemetry = data.manifest_telemetry(path, data.run_version(path))
 hists, probs = data.histograms(path, frames.sample_steps(steps, lo, hi), frames.log_ratio_names(branch, sign))
 controls.show_problems(probs)
 counts, edges = fig.heatmap_frame(hists)
-bounds = data.trust_bounds(edges, telemetry) if f"clip/{branch}/outside_low" in scal.columns and len(edges) else None
+has_region = f"clip/{branch}/outside_low" in scal.columns  # no clip metrics: the branch has no trust region
+bounds = data.trust_bounds(path, int(counts.index[0]), branch, telemetry) if has_region and len(edges) else None
 st.plotly_chart(fig.log_ratio_heatmap(counts, edges, bounds, f"log(ratio) of the {branch} branch ({sign})"),
                 key="outliers_heatmap", theme=None)
 
@@ -59,8 +60,7 @@ outside = [bool(f & 3) for f in row[flags]] if flags is not None and row[flags] 
 ratio_branch = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixed"}.get(column)
 bounds = None
 if ratio_branch and f"clip/{ratio_branch}/outside_low" in scal.columns:
-    e = data.histogram(path, step, f"log_ratio/{ratio_branch}/pos", data.mtime(step_file(path, "distributions", step)))
-    bounds = None if isinstance(e, str) else data.trust_bounds(e[0], telemetry)
+    bounds = data.trust_bounds(path, step, ratio_branch, telemetry)
 if row[column] is None:
     st.info(f"{label} was not recorded for this run.")
 else:
