@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-__all__ = ["SPLITS", "make_problems", "prompt_text", "solution_text", "SYSTEM_PROMPT"]
+__all__ = ["SPLITS", "make_problems", "question_problems", "prompt_text", "solution_text", "SYSTEM_PROMPT"]
 
 SPLITS = ("train", "test")
 SYSTEM_PROMPT = "Solve the problem step by step. Put the final answer in \\boxed{}."
@@ -76,6 +76,31 @@ def make_problems(n: int, seed: int = 0, split: str = "train", *, n_ops: int = 2
         out.append({"id": f"{split}-{seed}-{len(out)}", "problem": problem, "answer": str(answer),
                     "solution": "\n".join(steps + [f"\\boxed{{{answer}}}"])})
     return out
+
+
+def question_problems(n: int, seed: int = 0, split: str = "train", *, max_first: int = 15,
+                      max_second: int = 9) -> list[dict]:
+    """One-step questions for small pretrained chat models, e.g. ``What is 12 - 7?`` (gold ``"5"``).
+
+    Every ``a + b`` and every ``a - b`` with ``a >= b`` (1 <= a <= `max_first`, 1 <= b <= `max_second`) is
+    enumerated, the split's half kept (same hash rule as `make_problems`) and shuffled by `seed`; the first
+    `n` are returned, or all of them when the split holds fewer (234 problems in all at the defaults).
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split: expected one of {SPLITS}, got {split!r}")
+    if n < 0 or max_first < 1 or max_second < 1:
+        raise ValueError(f"need n >= 0, max_first >= 1, max_second >= 1 (got n={n}, max_first={max_first}, "
+                         f"max_second={max_second})")
+    pool = []
+    for a in range(1, max_first + 1):
+        for b in range(1, max_second + 1):
+            pool.append((a, "+", b, a + b))
+            if a >= b:
+                pool.append((a, "-", b, a - b))
+    pool = [q for q in pool if _split_of(f"What is {q[0]} {q[1]} {q[2]}?") == split]
+    random.Random(f"question/{seed}/{split}/{max_first}/{max_second}").shuffle(pool)
+    return [{"id": f"{split}-{seed}-{i}", "problem": f"What is {a} {op} {b}?", "answer": str(c),
+             "solution": f"{a} {op} {b} = {c}\n\\boxed{{{c}}}"} for i, (a, op, b, c) in enumerate(pool[:n])]
 
 
 def prompt_text(problem: dict) -> str:

@@ -56,3 +56,18 @@ def test_problem_options_are_validated(kwargs):
     args = dict(n=3, seed=0, split="train") | kwargs
     with pytest.raises(ValueError):
         arithmetic.make_problems(**args)
+
+
+def test_question_problems_enumerate_disjoint_splits_with_correct_answers():
+    train = arithmetic.question_problems(1000, seed=0, split="train")
+    test = arithmetic.question_problems(1000, seed=0, split="test")
+    assert len(train) + len(test) == 15 * 9 + sum(1 for a in range(1, 16) for b in range(1, 10) if a >= b)
+    assert not {p["problem"] for p in train} & {p["problem"] for p in test}
+    assert arithmetic.question_problems(5, seed=0, split="test") == test[:5]
+    assert arithmetic.question_problems(5, seed=1, split="test") != test[:5]  # seed shuffles the order
+    for p in train + test:
+        expr = p["problem"].removeprefix("What is ").removesuffix("?")
+        assert str(eval(expr)) == p["answer"] and int(p["answer"]) >= 0  # noqa: S307 (our own expressions)
+        assert p["solution"].endswith(f"\\boxed{{{p['answer']}}}")
+    with pytest.raises(ValueError, match="split"):
+        arithmetic.question_problems(3, split="dev")
