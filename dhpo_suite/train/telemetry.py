@@ -257,13 +257,21 @@ def token_decoder(tokenizer) -> Decode:
 
 
 def reduce_across_ranks(acc: TelemetryAccumulator, group=None, dst: int = 0) -> TelemetryState | None:
-    """Gather every rank's state on `dst` (torch.distributed) and merge them; None on other ranks."""
+    """Gather every rank's state of `group` on its rank `dst` (the rank within `group`, e.g. a data-parallel
+    subgroup; global rank for the default group) and merge them; None on the other ranks."""
+    import inspect
+
     import torch.distributed as dist
 
+    rank = dist.get_rank(group)  # rank within the group; -1 outside it
+    if rank < 0:
+        return None
     blob = acc.state().to_bytes()
-    rank = dist.get_rank(group)
     gathered = [None] * dist.get_world_size(group) if rank == dst else None
-    dist.gather_object(blob, gathered, dst=dst, group=group)
+    if "group_dst" in inspect.signature(dist.gather_object).parameters:  # torch >= 2.6
+        dist.gather_object(blob, gathered, group=group, group_dst=dst)
+    else:  # older torch takes the destination as a global rank
+        dist.gather_object(blob, gathered, dst=dst if group is None else dist.get_global_rank(group, dst), group=group)
     if rank != dst:
         return None
     merged = TelemetryState(acc.spec)

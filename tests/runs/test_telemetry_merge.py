@@ -183,3 +183,50 @@ def test_reduce_across_ranks_with_torch_distributed(tmp_path):
             dist.destroy_process_group()
     assert_same_record(merged.to_record(1, decode=DECODE), acc.to_record(1))
 
+
+
+
+_SUBGROUP_WORKER = """
+import sys, torch, torch.distributed as dist
+from dhpo_suite.runs import TelemetrySpec
+from dhpo_suite.train.objectives import get_objective
+from dhpo_suite.train.telemetry import TelemetryAccumulator, reduce_across_ranks
+
+rank, init, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+dist.init_process_group("gloo", init_method=init, rank=rank, world_size=3)
+group = dist.new_group([1, 2])  # collective: every rank creates it
+if rank > 0:
+    g = torch.Generator().manual_seed(rank)
+    old = -torch.rand(4, 8, generator=g)
+    out_ = get_objective("dhpo-e")(old + torch.randn(4, 8, generator=g) * 0.3, old, torch.randn(4, 8, generator=g),
+                                   torch.ones(4, 8, dtype=torch.bool), entropy=torch.rand(4, 8, generator=g))
+    acc = TelemetryAccumulator(TelemetrySpec(max_response_length=8, top_k=3, n_samples=2))
+    acc.add_update(out_, response_ids=torch.arange(4) + 4 * rank)
+    open(f"{out}/own{rank}", "wb").write(acc.state().to_bytes())
+    merged = reduce_across_ranks(acc, group, dst=1)  # group rank 1 = global rank 2
+    open(f"{out}/merged{rank}", "wb").write(b"" if merged is None else merged.to_bytes())
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def test_reduce_across_ranks_on_a_subgroup_gathers_on_the_group_rank(tmp_path):
+    """`dst` is a rank within the group: with subgroup [1, 2] of 3 gloo processes and dst=1 the merge lands on
+    global rank 2 (a global `dst` would point outside the group) and equals the merge of both partials."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "worker.py"
+    script.write_text(_SUBGROUP_WORKER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), f"file://{tmp_path / 'pg'}", str(tmp_path)])
+             for r in range(3)]
+    try:
+        assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    finally:
+        for p in procs:
+            p.kill()
+    assert (tmp_path / "merged1").read_bytes() == b""
+    got = TelemetryState.from_bytes((tmp_path / "merged2").read_bytes())
+    want = TelemetryState.from_bytes((tmp_path / "own1").read_bytes())
+    want.merge(TelemetryState.from_bytes((tmp_path / "own2").read_bytes()))
+    assert_same_record(got.to_record(1), want.to_record(1))
