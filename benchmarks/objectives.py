@@ -1,9 +1,10 @@
 """Forward+backward time of every objective against verl's `vanilla` loss on the same tensors.
 
-    python benchmarks/objectives.py [--batch 64 --tokens 4096 --device cpu --reps 10]
+    python benchmarks/objectives.py [--batch 64 --tokens 4096 --device cpu --reps 10 --threads 1]
 
 Prints one row per objective: median ms and the ratio to verl vanilla measured in the same run
-(goal: DHPO-E <= 1.3x vanilla).
+(goal: DHPO-E <= 1.3x vanilla). On CPU it also prints the median thread CPU time: with one torch thread
+every op runs on the calling thread, so CPU time is not inflated by other processes on a shared machine.
 """
 
 from __future__ import annotations
@@ -30,26 +31,28 @@ def make_inputs(B: int, T: int, device: str):
     return lp, old, adv, mask, ent
 
 
-def run_once(fn, lp, device: str) -> float:
+def run_once(fn, lp, device: str) -> tuple[float, float]:
+    """(wall s, thread CPU s) of one forward+backward."""
     x = lp.detach().clone().requires_grad_(True)
     if device == "cuda":
         torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     fn(x).backward()
     if device == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.thread_time() - c0
 
 
-def interleaved_medians(fns: dict, lp, reps: int, device: str) -> dict[str, float]:
-    """Median ms per function, calling them round-robin so load drifts hit every row alike."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
+def interleaved_medians(fns: dict, lp, reps: int, device: str) -> dict[str, tuple[float, float]]:
+    """Median (wall ms, CPU ms) per function, calling them round-robin so load drifts hit every row alike."""
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
     for i in range(reps + 2):
         for k, fn in fns.items():
             t = run_once(fn, lp, device)
             if i >= 2:  # two warm-up rounds
                 times[k].append(t)
-    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    return {k: (statistics.median(w for w, _ in v) * 1e3, statistics.median(c for _, c in v) * 1e3)
+            for k, v in times.items()}
 
 
 def main() -> None:
@@ -58,7 +61,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: CPU time is meaningful)")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     lp, old, adv, mask, ent = make_inputs(args.batch, args.tokens, args.device)
     cfg = FSDPActorConfig(rollout_n=1, ppo_micro_batch_size_per_gpu=1, clip_ratio_low=0.2, clip_ratio_high=0.2)
     vanilla = get_policy_loss_fn("vanilla")
@@ -71,9 +76,11 @@ def main() -> None:
     ms = interleaved_medians(fns, lp, args.reps, args.device)
     name = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     print(f"B={args.batch} T={args.tokens} fp32 on {name}; median of {args.reps} interleaved forward+backward calls")
-    print(f"{'objective':<28}{'ms':>10}{'x vanilla':>12}")
-    for label, t in ms.items():
-        print(f"{label:<28}{t:>10.2f}{t / ms['verl vanilla']:>12.2f}")
+    print(f"{'objective':<28}{'wall ms':>10}{'x vanilla':>11}{'CPU ms':>10}{'x vanilla':>11}")
+    base_w, base_c = ms["verl vanilla"]
+    for label, (w, c) in ms.items():
+        print(f"| {label:<26} | {w:>8.1f} | {w / base_w:>8.2f} | {c:>8.1f} | {c / base_c:>8.2f} |")
+
 
 if __name__ == "__main__":
     main()

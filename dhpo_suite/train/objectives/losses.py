@@ -6,7 +6,6 @@ Every function takes the checked `Inputs` of a micro-batch and returns an `Objec
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -82,9 +81,11 @@ def dhpo(
     if clip == "branch":
         token, sequence = report_branch(r, x.mask, x.adv, tok_b, active), report_branch(s, x.mask, x.adv, seq_b, active)
         # The mix has no region of its own here: "binding" means the surrogate's clipped side is active.
-        out_low, out_high = trust_region_flags(m.detach(), *mix_b, x.mask)
-        act = active & x.mask
-        mixed = Branch(m.detach(), *mix_b, out_low, out_high, act & (x.adv < 0), act & (x.adv > 0))
+        def mixed_flags():
+            act = active & x.mask
+            return (*trust_region_flags(m.detach(), *mix_b, x.mask), act & (x.adv < 0), act & (x.adv > 0))
+
+        mixed = Branch(m.detach(), *mix_b, flags=mixed_flags)
     else:
         token = report_branch(r, x.mask, x.adv, tok_b, None)
         sequence = report_branch(s, x.mask, x.adv, seq_b, None)
@@ -111,7 +112,9 @@ def grpo(
     if dual_clip is not None:
         capped = (x.adv < 0) & (loss_mat > -x.adv * dual_clip)
         loss_mat = torch.where(capped, -x.adv * dual_clip, loss_mat)
-        token = dataclasses.replace(token, binding_high=token.binding_high | (capped & x.mask))
+        plain = token
+        token = Branch(plain.ratio, plain.low, plain.high, flags=lambda: (
+            plain.outside_low, plain.outside_high, plain.binding_low, plain.binding_high | (capped & x.mask)))
     return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
 
 
@@ -171,8 +174,7 @@ def cispo(
     r, s = _ratios(x)
     low, high = 1 - eps_low, 1 + eps_high
     loss_mat = -r.clamp(low, high).detach() * x.adv * x.log_prob
-    out_low, out_high = trust_region_flags(r.detach(), low, high, x.mask)
-    token = Branch(r.detach(), low, high, out_low, out_high, out_low, out_high)
+    token = Branch(r.detach(), low, high, flags=lambda: 2 * trust_region_flags(r.detach(), low, high, x.mask))
     return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
 
 

@@ -6,14 +6,13 @@ All tensors are (B, T) unless noted, detached except `loss`. Boolean flags are F
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 import torch
 
 __all__ = ["Branch", "ObjectiveOutput"]
 
 
-@dataclass(frozen=True)
 class Branch:
     """One importance-ratio branch ("token", "sequence" or "mixed") and its trust region.
 
@@ -22,15 +21,35 @@ class Branch:
     `outside_*`: the value lies outside the region. `binding_*`: the clip actually removes gradient
     (the clipped side of the min is the active one). The two differ: with A>0 a ratio below 1-ε is outside
     but not binding.
+
+    The four flags are given as tensors, or as `flags=fn` returning them, computed on first access: the
+    loss itself never needs them, so a caller without telemetry does not pay the (B, T) comparisons.
     """
 
-    ratio: torch.Tensor
-    low: float | None
-    high: float | None
-    outside_low: torch.Tensor
-    outside_high: torch.Tensor
-    binding_low: torch.Tensor
-    binding_high: torch.Tensor
+    __slots__ = ("ratio", "low", "high", "_flags", "_make")
+
+    def __init__(self, ratio: torch.Tensor, low: float | None, high: float | None,
+                 outside_low: torch.Tensor | None = None, outside_high: torch.Tensor | None = None,
+                 binding_low: torch.Tensor | None = None, binding_high: torch.Tensor | None = None, *,
+                 flags: Callable[[], tuple[torch.Tensor, ...]] | None = None) -> None:
+        given = (outside_low, outside_high, binding_low, binding_high)
+        if not (all(f is None for f in given) if flags is not None else all(f is not None for f in given)):
+            raise TypeError("Branch: pass the four flag tensors or flags=fn, not both or some")
+        self.ratio, self.low, self.high = ratio, low, high
+        self._flags, self._make = (None, flags) if flags is not None else (given, None)
+
+    def _flag(self, i: int) -> torch.Tensor:
+        if self._flags is None:
+            self._flags, self._make = tuple(self._make()), None
+        return self._flags[i]
+
+    outside_low = property(lambda self: self._flag(0))
+    outside_high = property(lambda self: self._flag(1))
+    binding_low = property(lambda self: self._flag(2))
+    binding_high = property(lambda self: self._flag(3))
+
+    def __repr__(self) -> str:
+        return f"Branch(ratio={tuple(self.ratio.shape)}, low={self.low}, high={self.high})"
 
 
 @dataclass(frozen=True)

@@ -58,13 +58,14 @@ def entropy_weight(entropy: torch.Tensor, mask: torch.Tensor, scope: str) -> tor
     h = entropy.detach()
     big = torch.finfo(h.dtype).max
     dims = (-1,) if scope == "sequence" else (0, 1)
-    lo = torch.where(mask, h, big).amin(dim=dims, keepdim=True)
-    hi = torch.where(mask, h, -big).amax(dim=dims, keepdim=True)
+    lo = h.masked_fill(~mask, big).amin(dim=dims, keepdim=True)
+    hi = h.masked_fill(~mask, -big).amax(dim=dims, keepdim=True)
     span = hi - lo
     flat = span <= 1e-6 * hi.abs().clamp(min=1.0)
-    w = (h - lo) / torch.where(flat, torch.ones_like(span), span)
-    w = torch.where(flat, torch.full_like(w, 0.5), w)
-    return torch.where(mask, w.clamp(0.0, 1.0), torch.zeros_like(w))
+    # Per-row scale and offset, so the (B, T) work is one fused-friendly (h - lo) * scale + offset.
+    scale = torch.where(flat, torch.zeros_like(span), 1.0 / torch.where(flat, torch.ones_like(span), span))
+    w = torch.addcmul(flat.to(h.dtype) * 0.5, h - lo, scale).clamp_(0.0, 1.0)
+    return w * mask
 
 
 def trust_region_flags(
@@ -101,11 +102,15 @@ def report_branch(
     A > 0 can only come from the upper bound and with A < 0 from the lower one.
     """
     ratio = ratio.detach()
-    none = torch.zeros_like(mask)
-    if bounds is None:
-        return Branch(ratio, None, None, none, none, none, none)
-    low, high = bounds
-    out_low, out_high = trust_region_flags(ratio, low, high, mask)
-    if active is None:
-        return Branch(ratio, low, high, out_low, out_high, none, none)
-    return Branch(ratio, low, high, out_low, out_high, out_low & active & (adv < 0), out_high & active & (adv > 0))
+    low, high = bounds if bounds is not None else (None, None)
+
+    def flags() -> tuple[torch.Tensor, ...]:
+        none = torch.zeros_like(mask)
+        if bounds is None:
+            return none, none, none, none
+        out_low, out_high = trust_region_flags(ratio, low, high, mask)
+        if active is None:
+            return out_low, out_high, none, none
+        return out_low, out_high, out_low & active & (adv < 0), out_high & active & (adv > 0)
+
+    return Branch(ratio, low, high, flags=flags)

@@ -186,9 +186,11 @@ def prepare_inputs(
         finite &= torch.isfinite(entropy)
     nonfinite = (response_mask & ~finite).sum()
     mask = response_mask & finite
-    zero = torch.zeros((), dtype=dtype, device=dev)
-    # where() keeps NaNs out of both the values and the gradients of the dropped tokens.
-    lp, old, adv = torch.where(finite, lp, zero), torch.where(finite, old, zero), torch.where(finite, adv, zero)
-    if entropy is not None:
-        entropy = torch.where(finite, entropy, zero)
+    # The common case (everything finite) skips five (B, T) where()s and their backward: a third of the
+    # objective's cost on CPU. Otherwise where() keeps NaNs out of the values and gradients of dropped tokens.
+    if not bool(finite.all()):
+        zero = torch.zeros((), dtype=dtype, device=dev)
+        lp, old, adv = torch.where(finite, lp, zero), torch.where(finite, old, zero), torch.where(finite, adv, zero)
+        if entropy is not None:
+            entropy = torch.where(finite, entropy, zero)
     return Inputs(lp, old, adv, mask, entropy, token_log_ratio(lp, old), nonfinite, agg)
