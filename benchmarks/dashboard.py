@@ -5,7 +5,8 @@
 Writes two synthetic runs (dhpo-e collapsing at 60 %, grpo) of `--steps` steps and, side by side, two of
 steps/10, with full telemetry and a checkpoint evaluation every 100 steps, then for each size starts the
 dashboard headless and measures, in one browser session:
-- first page usable: navigation start → the page's script finished and every chart drawn;
+- first page usable: navigation start → the page's script finished and every chart drawn; then a pause
+  (--pause, default 2 s: reading the runs table; the app preloads Plotly.js in the background meanwhile);
 - switching page (each page, first visit = cold caches, then a second tour = warm);
 - switching run on Branch outliers (cold: a run not looked at yet);
 - server memory (RSS) after the tours and after stepping through 40 different steps on Branch outliers
@@ -61,6 +62,10 @@ def make_runs(root: Path, steps: int) -> Path:
         for run in ("dhpo-e", "grpo"):
             write_evals(root / run, steps)
     return root
+
+
+PAUSE_S = 2.0
+"""Seconds spent on the first page before the first click (--pause; the app preloads Plotly.js meanwhile)."""
 
 
 def free_port() -> int:
@@ -176,6 +181,7 @@ def tour(root: Path) -> tuple[dict[str, tuple[float, float, float]], dict[str, f
                 return usable(page, t0)
 
             meter.measure("first page usable", first)
+            page.wait_for_timeout(PAUSE_S * 1000)  # a user reads the runs table before opening a chart page
             for title in titles[1:]:
                 meter.measure(f"{title} (cold)", lambda: goto_page(page, title))
             for title in [*titles[1:], titles[0]]:
@@ -219,7 +225,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--runs-dir", type=Path, default=None, help="reuse/keep generated runs here")
     ap.add_argument("--repeats", type=int, default=2, help="tours per size, alternating sizes; best wall kept")
+    ap.add_argument("--pause", type=float, default=PAUSE_S, help="seconds on the first page before the first click")
     args = ap.parse_args()
+    globals()["PAUSE_S"] = args.pause
     base = args.runs_dir or Path(tempfile.mkdtemp(prefix="dash-bench-"))
     roots = {size: make_runs(base / f"steps-{size}", size) for size in (args.steps // 10, args.steps)}
     results: dict[int, list] = {size: [] for size in roots}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from dhpo_suite.dashboard.registry import PAGES
+from dhpo_suite.dashboard.warmup import plotly_chunk, preload_script
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
 from tests.dashboard.fixture_runs import write_run
 
@@ -84,6 +85,9 @@ def server(tmp_path):
         proc.wait(10)
 
 
+PLOTLY_LOADED = "(chunk) => performance.getEntriesByType('resource').some(e => e.name.endsWith('/' + chunk))"
+
+
 def wait_usable(page) -> None:
     page.wait_for_selector(IDLE, timeout=60_000)
     page.wait_for_function(CHARTS_DRAWN, timeout=60_000)
@@ -105,6 +109,9 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
                 if spec.file == "runs.py":  # the only page without a Plotly chart: a table of runs
                     page.wait_for_selector(IDLE, timeout=60_000)
                     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+                    # ... on which the app preloads Streamlit's Plotly component (dashboard/warmup.py).
+                    page.wait_for_function(PLOTLY_LOADED, arg=plotly_chunk(), timeout=30_000)
+                    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
                 else:
                     wait_usable(page)
                 page.screenshot(path=str(ARTIFACTS / f"{Path(spec.file).stem}.png"), full_page=True)
@@ -120,3 +127,13 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
             page.screenshot(path=str(ARTIFACTS / "dynamics-live.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_this_streamlit_build_has_the_plotly_chunk_the_preload_imports():
+    """A Streamlit upgrade that renames its Plotly component fails here instead of silently losing the preload."""
+    import streamlit
+
+    chunk = plotly_chunk()
+    assert chunk is not None and chunk.startswith("PlotlyChart.")
+    assert (Path(streamlit.__file__).parent / "static" / "static" / "js" / chunk).is_file()
+    assert chunk in preload_script(chunk)

@@ -1,0 +1,53 @@
+"""Load Plotly.js in the browser while the first page is being read, so the first chart page opens warm.
+
+Streamlit imports its Plotly component (Plotly.js: ~1.5 s of browser CPU here) lazily, with the first chart of a
+browser session, which made the first visit of a chart page take 2-3 s. Once per session, a zero-height
+component asks the parent page to import that same module URL when the browser is idle; the module map then
+holds it and the chart page's own import resolves at once. Best effort: with another Streamlit build (no such
+chunk, no such script tag) nothing happens.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import streamlit as st
+import streamlit.components.v1 as components
+
+__all__ = ["plotly_chunk", "preload_plotly", "preload_script"]
+
+_FLAG = "_dhpo_plotly_preloaded"
+
+
+@lru_cache(maxsize=1)
+def plotly_chunk() -> str | None:
+    """File name of Streamlit's Plotly component chunk (hashed per build), None if this build has none."""
+    folder = Path(st.__file__).parent / "static" / "static" / "js"
+    found = sorted(p.name for p in folder.glob("PlotlyChart.*.js"))
+    return found[0] if found else None
+
+
+def preload_script(chunk: str) -> str:
+    """HTML for the component iframe: evaluated in the parent page (same origin), so the import lands in the
+    module map of Streamlit's own page. The URL is built from the page's index script, which also works when
+    the app is served under a path prefix."""
+    code = (
+        "const s = document.querySelector('script[type=\"module\"][src*=\"/static/js/index.\"]');"
+        f"if (s) {{ const url = s.src.replace(/[^/]*$/, {json.dumps(chunk)});"
+        " (window.requestIdleCallback || ((f) => setTimeout(f, 300)))(() => import(url).catch(() => {}),"
+        " {timeout: 2000}); }"
+    )
+    return f"<script>try {{ window.parent.eval({json.dumps(code)}); }} catch (e) {{}}</script>"
+
+
+def preload_plotly() -> None:
+    """Once per browser session: preload Plotly.js in the background (a zero-height iframe in the sidebar)."""
+    if st.session_state.get(_FLAG):
+        return
+    st.session_state[_FLAG] = True
+    chunk = plotly_chunk()
+    if chunk is not None:
+        with st.sidebar:
+            components.html(preload_script(chunk), height=0)
