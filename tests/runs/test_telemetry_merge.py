@@ -173,14 +173,13 @@ def test_reduce_across_ranks_with_torch_distributed(tmp_path):
 
     out, d = batch(6, "dhpo-e")
     acc = accumulate(out, d, [torch.arange(B)])
-    if dist.is_initialized():  # an earlier in-process test (verl's worker) left its group behind
-        merged = reduce_across_ranks(acc, dist.new_group([0]))
-    else:
-        dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
-        try:
-            merged = reduce_across_ranks(acc)
-        finally:
-            dist.destroy_process_group()
+    # Tests must not leave a default group behind (tests/eval closes its in-process vLLM engine for that).
+    assert not dist.is_initialized(), "an earlier test left a torch.distributed process group initialised"
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        merged = reduce_across_ranks(acc)
+    finally:
+        dist.destroy_process_group()
     assert_same_record(merged.to_record(1, decode=DECODE), acc.to_record(1))
 
 
