@@ -1,9 +1,11 @@
 """Load Plotly.js in the browser while the first page is being read, so the first chart page opens warm.
 
 Streamlit imports its Plotly component (Plotly.js: ~1.5 s of browser CPU here) lazily, with the first chart of a
-browser session, which made the first visit of a chart page take 2-3 s. Once per session, a zero-height
-component asks the parent page to import that same module URL when the browser is idle; the module map then
-holds it and the chart page's own import resolves at once. Best effort: with another Streamlit build (no such
+browser session, which made the first visit of a chart page take 2-3 s. A zero-height component asks the
+parent page to import that same module URL when the browser is idle; the module map then holds it and the
+chart page's own import resolves at once. It is rendered on every run, not once per session: a click that
+reruns the app before the first iframe has executed would otherwise lose the preload (seen in the browser
+test). The iframe stays mounted while its HTML is unchanged, and the parent page imports the chunk once. Best effort: with another Streamlit build (no such
 chunk, no such script tag) nothing happens.
 """
 
@@ -17,8 +19,6 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 __all__ = ["plotly_chunk", "preload_plotly", "preload_script"]
-
-_FLAG = "_dhpo_plotly_preloaded"
 
 
 @lru_cache(maxsize=1)
@@ -34,19 +34,17 @@ def preload_script(chunk: str) -> str:
     module map of Streamlit's own page. The URL is built from the page's index script, which also works when
     the app is served under a path prefix."""
     code = (
+        "if (!window.__dhpoPlotlyPreload) { window.__dhpoPlotlyPreload = true;"
         "const s = document.querySelector('script[type=\"module\"][src*=\"/static/js/index.\"]');"
         f"if (s) {{ const url = s.src.replace(/[^/]*$/, {json.dumps(chunk)});"
         " (window.requestIdleCallback || ((f) => setTimeout(f, 300)))(() => import(url).catch(() => {}),"
-        " {timeout: 2000}); }"
+        " {timeout: 2000}); } }"
     )
     return f"<script>try {{ window.parent.eval({json.dumps(code)}); }} catch (e) {{}}</script>"
 
 
 def preload_plotly() -> None:
-    """Once per browser session: preload Plotly.js in the background (a zero-height iframe in the sidebar)."""
-    if st.session_state.get(_FLAG):
-        return
-    st.session_state[_FLAG] = True
+    """Preload Plotly.js in the background (a zero-height iframe in the sidebar; the page imports it once)."""
     chunk = plotly_chunk()
     if chunk is not None:
         with st.sidebar:
