@@ -194,18 +194,11 @@ def _gather(acc, group):
     """Merged TelemetryState on rank 0 of `group`, None elsewhere (exact merge of the partials)."""
     import torch.distributed as dist
 
-    from dhpo_suite.runs import TelemetryState
+    from dhpo_suite.train.telemetry import reduce_across_ranks
 
     if not dist.is_initialized() or dist.get_world_size(group) == 1:
         return acc.state()
-    blobs = [None] * dist.get_world_size(group) if dist.get_rank(group) == 0 else None
-    dist.gather_object(acc.state().to_bytes(), blobs, group=group, group_dst=0)
-    if blobs is None:
-        return None
-    merged = TelemetryState(acc.spec)
-    for blob in blobs:
-        merged.merge(TelemetryState.from_bytes(blob))
-    return merged
+    return reduce_across_ranks(acc, group, dst=0)
 
 
 def _metric(output, name: str, reduce: Callable) -> float | None:
