@@ -34,7 +34,7 @@ def smollm2_dir(cache: Path, log=print) -> Path:
     """The converted HF directory under `cache`, converting the GGUF on first use (~20 s)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    final = Path(cache) / "smollm2-135m-instruct-v2"
+    final = Path(cache) / "smollm2-135m-instruct-v3"
     if (final / "config.json").exists() and (final / "model.safetensors").exists():
         return final
     gguf = find_gguf()
@@ -53,6 +53,7 @@ def smollm2_dir(cache: Path, log=print) -> Path:
 
 def _fix_special_tokens(model, tokenizer) -> None:
     """The GGUF metadata maps eos/pad to <|im_start|>; the chat turn really ends with <|im_end|>."""
+    tokenizer.clean_up_tokenization_spaces = False  # else transformers warns on every load (destructive for BPE)
     tokenizer.eos_token = "<|im_end|>"
     tokenizer.pad_token = "<|endoftext|>"
     eos, pad = tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
