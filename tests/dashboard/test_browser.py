@@ -111,6 +111,10 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
                     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
                     # ... on which the app preloads Streamlit's Plotly component (dashboard/warmup.py).
                     page.wait_for_function(PLOTLY_LOADED, arg=plotly_chunk(), timeout=30_000)
+                    # ... and draws one throw-away chart off screen with it, then removes it.
+                    page.wait_for_function("() => window.__dhpoPlotlyWarm !== undefined", timeout=30_000)
+                    assert page.evaluate("() => window.__dhpoPlotlyWarm") is True
+                    assert page.locator(".js-plotly-plot").count() == 0
                     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
                 else:
                     wait_usable(page)

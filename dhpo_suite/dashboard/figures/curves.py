@@ -78,22 +78,22 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
     if y not in frame.columns or frame[y].isna().all():
         return empty_figure(title, f"no data: {y} was not recorded")
     colors = colors or run_colors(frame["run"])
-    fig = go.Figure()
+    traces = []  # one go.Figure(data=...) call: adding traces one by one re-validates the figure each time
     for run, g in frame.groupby("run", sort=False):
-        c = colors[run]
+        c, x = colors[run], g["step"].to_numpy()
         if band and all(b in g.columns for b in band) and g[list(band)].notna().any().all():
-            fig.add_trace(go.Scatter(x=g["step"], y=g[band[1]], mode="lines", line_width=0, showlegend=False,
+            traces.append(go.Scatter(x=x, y=g[band[1]].to_numpy(), mode="lines", line_width=0, showlegend=False,
                                      legendgroup=run, hoverinfo="skip", name=f"{run} {band[1]}"))
-            fig.add_trace(go.Scatter(x=g["step"], y=g[band[0]], mode="lines", line_width=0, fill="tonexty",
+            traces.append(go.Scatter(x=x, y=g[band[0]].to_numpy(), mode="lines", line_width=0, fill="tonexty",
                                      fillcolor=_alpha(c, 0.18), legendgroup=run, showlegend=False,
                                      name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=g["step"], y=g[y], mode="lines", name=run, legendgroup=run, line_color=c))
+        traces.append(go.Scatter(x=x, y=g[y].to_numpy(), mode="lines", name=run, legendgroup=run, line_color=c))
         for col, label in extra:
             if col in g.columns and g[col].notna().any():
-                fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=f"{run} {label}",
+                traces.append(go.Scatter(x=x, y=g[col].to_numpy(), mode="lines", name=f"{run} {label}",
                                          legendgroup=run, showlegend=False, line=dict(color=c, dash="dot")))
-    fig.update_layout(title=title, height=320, margin=dict(t=50, b=40, l=50, r=10),
-                      legend=dict(orientation="h", y=-0.25))
+    fig = go.Figure(data=traces, layout=dict(title=title, height=320, margin=dict(t=50, b=40, l=50, r=10),
+                                             legend=dict(orientation="h", y=-0.25)))
     if log_y:
         fig.update_yaxes(type="log")
     return fig
@@ -111,6 +111,7 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
     colors = colors or run_colors(frame["run"])
     fig = make_subplots(rows=len(branches), cols=2, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[f"{b} · {s}" for b in branches for s in ("low side", "high side")])
+    traces, rows, cols = [], [], []  # added in one call (see line_overlay)
     for r, branch in enumerate(branches, start=1):
         for c, side in enumerate(("low", "high"), start=1):
             for run, g in frame.groupby("run", sort=False):
@@ -118,10 +119,13 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
                     col = f"clip/{branch}/{kind}_{side}"
                     if col not in g.columns:
                         continue
-                    fig.add_trace(go.Scatter(
-                        x=g["step"], y=g[col], mode="lines", name=f"{run} · {kind}", legendgroup=f"{run}{kind}",
-                        showlegend=(r == 1 and c == 1), line=dict(color=colors[run], dash=dash),
-                        meta=col), row=r, col=c)
+                    traces.append(go.Scatter(
+                        x=g["step"].to_numpy(), y=g[col].to_numpy(), mode="lines", name=f"{run} · {kind}",
+                        legendgroup=f"{run}{kind}", showlegend=(r == 1 and c == 1),
+                        line=dict(color=colors[run], dash=dash), meta=col))
+                    rows.append(r)
+                    cols.append(c)
+    fig.add_traces(traces, rows=rows, cols=cols)
     fig.update_layout(title="Clip fractions (dashed: outside the region, solid: binding)",
                       height=220 * len(branches) + 80, margin=dict(t=70, b=40, l=50, r=10),
                       legend=dict(orientation="h", y=-0.08))
