@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
         prompts_per_step: int = _opt("prompts_per_step", "--prompts-per-step"),
         ppo_epochs: int = _opt("ppo_epochs", "--ppo-epochs"),
         mini_batches: int = _opt("mini_batches", "--mini-batches"),
+        micro_batch: Optional[int] = _opt("micro_batch", "--micro-batch"),
         lr: float = _opt("lr", "--lr"),
         warmup_steps: int = _opt("warmup_steps", "--warmup-steps"),
         weight_decay: float = _opt("weight_decay", "--weight-decay"),

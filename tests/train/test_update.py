@@ -46,3 +46,27 @@ def test_one_update_with_every_objective(algo, rollout_batch, tiny_model_dir):
     adv = rollout_batch.advantages
     # Responses with A > 0 gain log-probability relative to those with A < 0.
     assert delta[adv > 0].mean() > delta[adv < 0].mean(), (algo, delta, adv)
+
+
+@pytest.mark.parametrize("algo, agg", [("dhpo-e", None), ("gspo", None), ("grpo", "seq-mean-token-sum-norm"),
+                                       ("cispo", "token-sum")])
+def test_micro_batches_give_the_same_update_as_whole_mini_batches(algo, agg, rollout_batch, tiny_model_dir):
+    """Gradient accumulation over micro-batches (3 + 1 responses of a 4-response mini-batch, different
+    widths) equals the whole mini-batch's update for every aggregation mode."""
+    from transformers import AutoModelForCausalLM
+
+    from dhpo_suite.train.embedded.update import ppo_update
+
+    objective = get_objective(algo, **({"loss_agg_mode": agg} if agg else {}))
+    results = []
+    for micro in (None, 3):
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        norms = ppo_update(model, opt, sched, rollout_batch, objective, epochs=1, mini_batches=2, max_grad_norm=1e9,
+                           chunk_tokens=16, generator=torch.Generator().manual_seed(0), micro_batch=micro)
+        results.append((norms, torch.cat([p.detach().flatten() for p in model.parameters()])))
+    (norms_whole, params_whole), (norms_micro, params_micro) = results
+    assert norms_whole[0] > 0
+    torch.testing.assert_close(torch.tensor(norms_micro), torch.tensor(norms_whole), rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(params_micro, params_whole, rtol=1e-5, atol=1e-6)

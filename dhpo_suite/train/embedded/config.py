@@ -53,6 +53,8 @@ class TrainConfig:
     """Passes over each step's responses."""
     mini_batches: int = 2
     """Optimizer steps per pass (the step's responses are split into this many mini-batches)."""
+    micro_batch: int | None = None
+    """Responses per forward/backward (gradients accumulate: same update, less activation memory); unset: all."""
     lr: float = 1e-4
     """AdamW peak learning rate."""
     warmup_steps: int = 3
@@ -118,6 +120,8 @@ class TrainConfig:
         for name in ("prompts_per_step", "ppo_epochs", "mini_batches", "steps", "checkpoint_every", "threads",
                      "grader_workers", "chunk_tokens", "train_pool", "eval_prompts"):
             _at_least(name, getattr(self, name), 1)
+        if self.micro_batch is not None:
+            _at_least("micro_batch", self.micro_batch, 1)
         for name in ("warmup_steps", "eval_every", "seed", "sft_max_steps"):
             _at_least(name, getattr(self, name), 0)
         if self.mini_batches > self.prompts_per_step * self.group_size:

@@ -111,7 +111,8 @@ def train_step(ctx: _Ctx, step: int, acc) -> dict:
     old = old_logprobs(ctx.model, roll, cfg.chunk_tokens)
     norms = ppo_update(ctx.model, ctx.optimizer, ctx.scheduler, StepBatch(roll, old, advantages), ctx.objective,
                        epochs=cfg.ppo_epochs, mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm,
-                       chunk_tokens=cfg.chunk_tokens, generator=ctx.generator, telemetry=acc)
+                       chunk_tokens=cfg.chunk_tokens, generator=ctx.generator, telemetry=acc,
+                       micro_batch=cfg.micro_batch)
     timer.add("update", t0)
     timer.s["update"] -= timer.s["telemetry"] - telemetry_before  # telemetry inside the update: reported on its own
     n_tokens = int(roll.lengths.sum())

@@ -16,7 +16,8 @@ __all__ = ["build", "checkpoint", "prepare", "progress_bar", "resolve_model_dir"
            "sft_accuracy_fn", "stored_initial"]
 
 # Fields that may differ when resuming (they do not change what the run computes).
-_RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every")
+_RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every",
+                      "micro_batch", "chunk_tokens")
 
 
 def run_dir_for(cfg: TrainConfig) -> Path:

@@ -3,7 +3,8 @@
 Per optimizer step (one mini-batch of whole responses):
     log π, H  = response_logprobs(model, ...)            (B, T), chunked log-softmax (logprobs.py)
     out       = objective(log π, log π_old, Â, mask, entropy=H)   (the library's loss; nothing re-implemented)
-    out.loss.backward(); clip_grad_norm_(max_grad_norm); AdamW step; scheduler step
+    out.loss.backward()   (per micro-batch: gradients accumulate, the loss normalised by the mini-batch)
+    clip_grad_norm_(max_grad_norm); AdamW step; scheduler step
 """
 
 from __future__ import annotations
@@ -46,11 +47,15 @@ def _trim(t: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def ppo_update(model, optimizer, scheduler, batch: StepBatch, objective, *, epochs: int, mini_batches: int,
-               max_grad_norm: float, chunk_tokens: int, generator: torch.Generator, telemetry=None) -> list[float]:
+               max_grad_norm: float, chunk_tokens: int, generator: torch.Generator, telemetry=None,
+               micro_batch: int | None = None) -> list[float]:
     """Run `epochs` passes of `mini_batches` optimizer steps; returns the pre-clip gradient norms.
 
     Responses are shuffled each epoch (seeded `generator`); each mini-batch is trimmed to its longest
-    response so padding costs nothing. `telemetry` (a TelemetryAccumulator) receives every pass.
+    response so padding costs nothing. `micro_batch` (responses per forward/backward; None: the whole
+    mini-batch) bounds activation memory: gradients accumulate over the micro-batches, each given the
+    mini-batch's token and response counts so that their losses sum to the mini-batch's loss
+    (objectives/aggregation.py). `telemetry` (a TelemetryAccumulator) receives every micro-batch.
     """
     roll = batch.rollout
     n, P = roll.input_ids.shape[0], roll.prompt_len
@@ -61,20 +66,37 @@ def ppo_update(model, optimizer, scheduler, batch: StepBatch, objective, *, epoc
         for idx in order.chunk(mini_batches):
             idx = idx.sort().values
             mask = roll.response_mask[idx]
-            width = max(int(mask.sum(-1).max()), 1)
-            ids = roll.input_ids[idx, :P + width]
-            att = roll.attention_mask[idx, :P + width]
-            log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens)
-            out = objective(log_prob, _trim(batch.old_log_prob[idx], width), batch.advantages[idx],
-                            _trim(mask, width), entropy=entropy)
             optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
+            parts = idx.split(micro_batch) if micro_batch else (idx,)
+            totals = {} if len(parts) == 1 else _totals(mask)
+            for part in parts:
+                _forward_backward(model, objective, batch, part, epoch, totals, chunk_tokens, telemetry)
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             if torch.isfinite(norm):  # a non-finite gradient would poison AdamW's moments: skip the step
                 optimizer.step()
             grad_norms.append(float(norm))
-            if telemetry is not None:
-                telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:],
-                                     old_log_prob=_trim(batch.old_log_prob[idx], width), epoch=epoch)
     scheduler.step()
     return grad_norms
+
+
+def _totals(mask: torch.Tensor) -> dict:
+    """A mini-batch's global facts for `aggregate` (valid tokens, non-empty responses, width for -norm)."""
+    counts = mask.sum(-1)
+    return dict(batch_num_tokens=counts.sum().clamp(min=1), global_batch_size=(counts > 0).sum().clamp(min=1),
+                loss_scale_factor=float(max(int(counts.max()), 1)))
+
+
+def _forward_backward(model, objective, batch: StepBatch, idx: torch.Tensor, epoch: int, totals: dict,
+                      chunk_tokens: int, telemetry) -> None:
+    """Loss of responses `idx` (trimmed to their longest), backward into the accumulated gradients."""
+    roll, P = batch.rollout, batch.rollout.prompt_len
+    mask = roll.response_mask[idx]
+    width = max(int(mask.sum(-1).max()), 1)
+    ids = roll.input_ids[idx, :P + width]
+    att = roll.attention_mask[idx, :P + width]
+    log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens)
+    old = _trim(batch.old_log_prob[idx], width)
+    out = objective(log_prob, old, batch.advantages[idx], _trim(mask, width), entropy=entropy, **totals)
+    out.loss.backward()
+    if telemetry is not None:
+        telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:], old_log_prob=old, epoch=epoch)
