@@ -15,8 +15,8 @@ from dhpo_suite.train.objectives import OBJECTIVES
 BAD = [
     ("algo", "ppo"), ("task", "chess"), ("backend", "jax"), ("clip", "both"), ("eps_low", 1.5),
     ("eps_high", -0.1), ("seq_eps_low", 2.0), ("group_size", 1), ("prompts_per_step", 0), ("ppo_epochs", 0),
-    ("mini_batches", 0), ("mini_batches", 1000), ("micro_batch", 0), ("lr", 0.0), ("lr", 5.0), ("warmup_steps", -1), ("steps", 0),
-    ("temperature", 0.0), ("max_grad_norm", -1.0), ("weight_decay", -0.1), ("max_new_tokens", 0),
+    ("mini_batches", 0), ("mini_batches", 1000), ("micro_batch", 0), ("lr", 0.0), ("lr", 5.0), ("warmup_steps", -1),
+    ("steps", 0), ("temperature", 0.0), ("max_grad_norm", -1.0), ("weight_decay", -0.1), ("max_new_tokens", 0),
     ("sft_target", 1.5), ("threads", 0), ("checkpoint_every", 0), ("chunk_tokens", 0), ("group_size", 2.5),
     ("model", "/no/such/model/dir"), ("resume", True),
 ]

@@ -48,8 +48,9 @@ def test_one_update_with_every_objective(algo, rollout_batch, tiny_model_dir):
     assert delta[adv > 0].mean() > delta[adv < 0].mean(), (algo, delta, adv)
 
 
-@pytest.mark.parametrize("algo, agg", [("dhpo-e", None), ("gspo", None), ("grpo", "seq-mean-token-sum-norm"),
-                                       ("cispo", "token-sum")])
+@pytest.mark.parametrize("algo, agg", [("dhpo-e", "token-mean"), ("gspo", "seq-mean-token-mean"),
+                                       ("gmpo", "seq-mean-token-mean"), ("grpo", "seq-mean-token-sum"),
+                                       ("grpo", "seq-mean-token-sum-norm"), ("cispo", "token-sum")])
 def test_micro_batches_give_the_same_update_as_whole_mini_batches(algo, agg, rollout_batch, tiny_model_dir):
     """Gradient accumulation over micro-batches (3 + 1 responses of a 4-response mini-batch, different
     widths) equals the whole mini-batch's update for every aggregation mode."""
@@ -57,7 +58,7 @@ def test_micro_batches_give_the_same_update_as_whole_mini_batches(algo, agg, rol
 
     from dhpo_suite.train.embedded.update import ppo_update
 
-    objective = get_objective(algo, **({"loss_agg_mode": agg} if agg else {}))
+    objective = get_objective(algo, loss_agg_mode=agg)
     results = []
     for micro in (None, 3):
         model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)

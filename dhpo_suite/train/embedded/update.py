@@ -58,7 +58,7 @@ def ppo_update(model, optimizer, scheduler, batch: StepBatch, objective, *, epoc
     (objectives/aggregation.py). `telemetry` (a TelemetryAccumulator) receives every micro-batch.
     """
     roll = batch.rollout
-    n, P = roll.input_ids.shape[0], roll.prompt_len
+    n = roll.input_ids.shape[0]
     grad_norms = []
     model.train()
     for epoch in range(epochs):
