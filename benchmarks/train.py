@@ -3,6 +3,7 @@ rollout and update tokens/s, telemetry share of a step, and the default run's wa
 
     .venv/bin/python benchmarks/train.py                 # everything (~5-10 min on 2 cores)
     .venv/bin/python benchmarks/train.py --skip-vllm --skip-default-run
+    .venv/bin/python benchmarks/train.py --model DIR --threads 2 --skip-steps --skip-default-run   # engines only
 
 Figures go into benchmarks/RESULTS.md ("Embedded trainer") and docs/train.md. CPU time (user+sys of this
 process and its children) is printed beside wall time: on a shared machine it is the better estimate of
@@ -125,11 +126,13 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model dir (default: the cached warm-started tiny model)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--skip-vllm", action="store_true")
+    ap.add_argument("--skip-steps", action="store_true", help="no 6-step training run")
     ap.add_argument("--skip-default-run", action="store_true")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of HF generate (vLLM binds its own)")
     args = ap.parse_args()
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     from dhpo_suite.grading import GraderPool
     from dhpo_suite.tasks import get_task
     from dhpo_suite.train.embedded import TrainConfig, cache_dir
@@ -142,7 +145,8 @@ def main() -> None:
         with GraderPool(workers=1) as pool:
             model_dir = resolve_model_dir(cfg, task, sft_accuracy_fn(cfg, task, pool), log=print)
     shape = (cfg.prompts_per_step, cfg.group_size, task.max_new_tokens, args.reps)
-    print(f"rollout: {shape[0]} prompts x G={shape[1]}, <= {shape[2]} new tokens, {shape[3]} reps, 1 thread")
+    print(f"rollout of {model_dir}: {shape[0]} prompts x G={shape[1]}, <= {shape[2]} new tokens, {shape[3]} reps, "
+          f"{args.threads} torch thread(s); VLLM_CPU_OMP_THREADS_BIND={os.environ['VLLM_CPU_OMP_THREADS_BIND']}")
     rows = [bench_hf(model_dir, *shape)]
     if not args.skip_vllm:
         rows.append(bench_vllm(model_dir, *shape))
@@ -152,10 +156,11 @@ def main() -> None:
                                                                  if "startup_s" in r else ""))
     if len(rows) == 2:
         print(f"  ratio hf/vllm tokens/s: {rows[0]['tok_s'] / rows[1]['tok_s']:.2f}")
-    s = bench_steps(model_dir, steps=6)
-    print(f"train step ({cfg.prompts_per_step}x{cfg.group_size}): median {s['step_s']:.2f} s; rollout "
-          f"{s['rollout_tok_s']:.0f} tok/s, update {s['update_tok_s']:.0f} tok/s; shares: rollout "
-          f"{s['rollout_share']:.0%}, update {s['update_share']:.0%}, telemetry {s['telemetry_share']:.1%}")
+    if not args.skip_steps:
+        s = bench_steps(model_dir, steps=6)
+        print(f"train step ({cfg.prompts_per_step}x{cfg.group_size}): median {s['step_s']:.2f} s; rollout "
+              f"{s['rollout_tok_s']:.0f} tok/s, update {s['update_tok_s']:.0f} tok/s; shares: rollout "
+              f"{s['rollout_share']:.0%}, update {s['update_share']:.0%}, telemetry {s['telemetry_share']:.1%}")
     if not args.skip_default_run:
         d = bench_default_run(cache_dir())
         print(f"default run (dhpo-suite train, warm-start cached): wall {d['wall_s']:.0f} s, cpu {d['cpu_s']:.0f} s; "
