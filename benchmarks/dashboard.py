@@ -163,7 +163,7 @@ class Meter:
         self.rows[name] = (wall, s1 - s0, b1 - b0)
 
 
-def tour(root: Path) -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
+def tour(root: Path, pause: float = PAUSE_S) -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
     proc, url, startup = start(root)
@@ -181,7 +181,7 @@ def tour(root: Path) -> tuple[dict[str, tuple[float, float, float]], dict[str, f
                 return usable(page, t0)
 
             meter.measure("first page usable", first)
-            page.wait_for_timeout(PAUSE_S * 1000)  # a user reads the runs table before opening a chart page
+            page.wait_for_timeout(pause * 1000)  # a user reads the runs table before opening a chart page
             for title in titles[1:]:
                 meter.measure(f"{title} (cold)", lambda: goto_page(page, title))
             for title in [*titles[1:], titles[0]]:
@@ -227,13 +227,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="tours per size, alternating sizes; best wall kept")
     ap.add_argument("--pause", type=float, default=PAUSE_S, help="seconds on the first page before the first click")
     args = ap.parse_args()
-    globals()["PAUSE_S"] = args.pause
     base = args.runs_dir or Path(tempfile.mkdtemp(prefix="dash-bench-"))
     roots = {size: make_runs(base / f"steps-{size}", size) for size in (args.steps // 10, args.steps)}
     results: dict[int, list] = {size: [] for size in roots}
     for _ in range(args.repeats):  # alternate sizes so both see the same background load
         for size, root in roots.items():
-            results[size].append(tour(root))
+            results[size].append(tour(root, args.pause))
     small, small_mem = best(results[args.steps // 10])
     big, big_mem = best(results[args.steps])
     n, m = args.steps // 10, args.steps

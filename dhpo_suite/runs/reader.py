@@ -183,9 +183,10 @@ class RunReader:
         except FileNotFoundError:
             raise RunFormatError(path, "missing") from None
         expected = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-        for f in expected:  # optional columns of older files read as nulls
-            if f.name in DISTRIBUTION_OPTIONAL and schema is DISTRIBUTION_SCHEMA and f.name not in table.column_names:
-                table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+        if schema is DISTRIBUTION_SCHEMA:  # optional columns of older files read as nulls
+            for f in expected:
+                if f.name in DISTRIBUTION_OPTIONAL and f.name not in table.column_names:
+                    table = table.append_column(f, pa.nulls(table.num_rows, f.type))
         missing = [f.name for f in expected if f.name not in table.column_names]
         if missing:
             raise RunFormatError(path, f"unexpected schema: missing columns {missing}")

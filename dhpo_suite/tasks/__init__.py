@@ -37,7 +37,7 @@ TASKS: dict[str, Task] = {
     # Harder chains (3 steps, a product first half of the time).
     "arithmetic-hard": Task("arithmetic-hard", partial(arithmetic.make_problems, n_ops=3, max_operand=20, level=2),
                             max_new_tokens=64),
-    # One-step "What is 12 - 7?" questions: a small pretrained chat model (SmolLM2-135M) solves ~20 % of them
+    # One-step "What is 12 - 7?" questions: a small pretrained chat model (SmolLM2-135M) solves ~10 % of them
     # at temperature 1.0, enough for group advantages; a pool of 234 problems, about half per split.
     "arithmetic-chat": Task("arithmetic-chat", arithmetic.question_problems, max_new_tokens=48),
     # GSM8K-style one- and two-step word problems for real instruction-tuned models (SmolLM2).

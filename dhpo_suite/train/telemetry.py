@@ -259,8 +259,6 @@ def token_decoder(tokenizer) -> Decode:
 def reduce_across_ranks(acc: TelemetryAccumulator, group=None, dst: int = 0) -> TelemetryState | None:
     """Gather every rank's state of `group` on its rank `dst` (the rank within `group`, e.g. a data-parallel
     subgroup; global rank for the default group) and merge them; None on the other ranks."""
-    import inspect
-
     import torch.distributed as dist
 
     rank = dist.get_rank(group)  # rank within the group; -1 outside it
@@ -268,10 +266,7 @@ def reduce_across_ranks(acc: TelemetryAccumulator, group=None, dst: int = 0) -> 
         return None
     blob = acc.state().to_bytes()
     gathered = [None] * dist.get_world_size(group) if rank == dst else None
-    if "group_dst" in inspect.signature(dist.gather_object).parameters:  # torch >= 2.6
-        dist.gather_object(blob, gathered, group=group, group_dst=dst)
-    else:  # older torch takes the destination as a global rank
-        dist.gather_object(blob, gathered, dst=dst if group is None else dist.get_global_rank(group, dst), group=group)
+    dist.gather_object(blob, gathered, group=group, group_dst=dst)
     if rank != dst:
         return None
     merged = TelemetryState(acc.spec)

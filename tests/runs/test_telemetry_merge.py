@@ -183,8 +183,6 @@ def test_reduce_across_ranks_with_torch_distributed(tmp_path):
     assert_same_record(merged.to_record(1, decode=DECODE), acc.to_record(1))
 
 
-
-
 _SUBGROUP_WORKER = """
 import sys, torch, torch.distributed as dist
 from dhpo_suite.runs import TelemetrySpec

@@ -49,7 +49,10 @@ def token_colors(values: Sequence[float], column: str,
         lo, hi = bounds or (None, None)
         edge_lo = math.log(lo) if lo else None
         edge_hi = math.log(hi) if hi and math.isfinite(hi) else None
-        edge_lo, edge_hi = (edge_lo or (-edge_hi if edge_hi else -0.5)), (edge_hi or (-edge_lo if edge_lo else 0.5))
+        if not edge_lo and not edge_hi:  # no usable edge: a fixed scale
+            edge_lo, edge_hi = -0.5, 0.5
+        edge_lo = edge_lo or -edge_hi  # an open side mirrors the other
+        edge_hi = edge_hi or -edge_lo
         return [_mix((33, 102, 172), x / edge_lo) if x < 0 else _mix((178, 24, 43), x / edge_hi) for x in lr]
     if column == "entropy":
         top = np.nanmax(v) if np.isfinite(v).any() and np.nanmax(v) > 0 else 1.0
