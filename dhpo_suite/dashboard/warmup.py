@@ -43,7 +43,8 @@ WARM_DRAW = (
     ".then(() => done(true), () => done(false)); }"
 )
 """Draws one throw-away chart off screen once Plotly.js is loaded: the first real chart page then finds
-Plotly's drawing code compiled (its first chart drew in ~90 ms, now ~35 ms). Sets window.__dhpoPlotlyWarm."""
+Plotly's drawing code compiled (benchmarks/dashboard.py: Dynamics' first visit 1.06 → 0.88 s together with
+the one-call figures of figures/curves.py). Sets window.__dhpoPlotlyWarm."""
 
 
 def preload_script(chunk: str) -> str:
