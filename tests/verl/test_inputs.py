@@ -98,6 +98,20 @@ def test_data_file_without_answers_is_one_error_line(tmp_path):
     assert not (tmp_path / "out" / "train.parquet").exists()
 
 
+@pytest.mark.parametrize("text, needle", [
+    ('{"problem": "1+1", "answer": "2"}', "expected a JSON list of objects, got dict"),
+    ('[{"problem": "1+1", "answer": "2"}, 3]', ":item 2: expected a JSON object, got int"),
+    ('[{"problem": "1+1",\n "answer": }]', ":2: invalid JSON (Expecting value at column 12)"),
+])
+def test_bad_json_data_file_is_one_error_line_naming_the_place(tmp_path, text, needle):
+    src = tmp_path / "probs.json"
+    src.write_text(text)
+    result = CliRunner().invoke(app, ["data", "prepare", str(src), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {src}") and needle in lines[0], result.output
+
+
 def test_hub_loader_names_the_papers_split(monkeypatch, tmp_path):
     # No hub access here: check the real loading code asks for the paper's files, fed by a local stand-in.
     seen = {}

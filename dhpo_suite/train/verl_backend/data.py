@@ -106,8 +106,15 @@ def read_rows(path: Path) -> Iterator[tuple[str, dict]]:
             yield f"{path}:{line_no}", row
     elif suffix == ".json":
         with open(path, encoding="utf-8") as f:
-            rows = json.load(f)
-        for i, row in enumerate(rows if isinstance(rows, list) else []):
+            try:
+                rows = json.load(f)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(rows, list):
+            raise DataError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:item {i + 1}: expected a JSON object, got {type(row).__name__}")
             yield f"{path}:item {i + 1}", row
     else:
         raise DataError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")
