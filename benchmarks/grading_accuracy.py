@@ -1,0 +1,114 @@
+"""Grader accuracy per answer type: plain math-verify vs the grader before (a git ref) vs now, in one run.
+
+Cases: the tables in tests/grading/tables.py, (gold, response, expected, reason), one per answer type
+(real benchmark golds, other graders' public test tables, model-style outputs). For each table it
+prints false negatives (a correct answer refused) and false positives (a wrong answer accepted) of
+  * plain math-verify 0.9.0 (`parse` + `verify`, antlr4 4.13.2; tests/grading/plain_math_verify.py),
+  * the grader at `--ref` (default: the commit before this issue's work), extracted with `git archive`
+    and run in a child interpreter,
+  * the grader in this working tree,
+and the share of verdicts whose answer came from the no-marker fallback (`answer_source`).
+
+    .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "grading"))
+from tables import TABLES  # noqa: E402
+
+BEFORE_REF = "fd0b393"  # main before issue 14
+
+
+def cases() -> list[tuple[str, str, str, bool]]:
+    return [(name, g, r, e) for name, table in TABLES.items() for g, r, e, _ in table]
+
+
+def plain_math_verify(pairs: list[list[str]]) -> list[bool]:
+    out = subprocess.run([sys.executable, str(ROOT / "tests/grading/plain_math_verify.py")],
+                         input=json.dumps(pairs), capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout)
+
+
+def project(pairs: list[list[str]]) -> list[dict]:
+    from dhpo_suite.grading import GraderPool
+
+    with GraderPool(workers=2, timeout=10.0) as pool:
+        verdicts = pool.grade_many([(r, g) for g, r in pairs])
+    return [{"correct": v.correct, "source": getattr(v, "answer_source", None)} for v in verdicts]
+
+
+def project_at(ref: str, pairs: list[list[str]]) -> list[dict]:
+    """The grader as it was at `ref`, run from an extracted copy of the package."""
+    archive = subprocess.run(["git", "archive", ref, "dhpo_suite"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        tarfile.open(fileobj=BytesIO(archive)).extractall(tmp, filter="data")
+        env = {**os.environ, "PYTHONPATH": tmp}
+        out = subprocess.run([sys.executable, __file__, "--child"], input=json.dumps(pairs), env=env,
+                             capture_output=True, text=True, check=True, cwd=tmp)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def errors(correct: list[bool], expected: list[bool]) -> tuple[int, int]:
+    fn = sum(e and not c for c, e in zip(correct, expected))
+    fp = sum(c and not e for c, e in zip(correct, expected))
+    return fn, fp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ref", default=BEFORE_REF, help="git ref of the 'before' grader")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--show", action="store_true", help="list every case the grader gets wrong")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(project(json.load(sys.stdin))))
+        return
+    rows = cases()
+    pairs = [[g, r] for _, g, r, _ in rows]
+    expected = [e for *_, e in rows]
+    mv = plain_math_verify(pairs)
+    before = [v["correct"] for v in project_at(args.ref, pairs)]
+    now = project(pairs)
+    after = [v["correct"] for v in now]
+    print(f"{len(rows)} cases in {len(TABLES)} tables; FN = correct answer refused, FP = wrong answer "
+          f"accepted; before = grader at {args.ref}\n")
+    print("| answer type | cases | math-verify FN / FP | before FN / FP | after FN / FP |")
+    print("|---|---|---|---|---|")
+    totals = {k: [0, 0] for k in ("mv", "before", "after")}
+    for name in TABLES:
+        idx = [i for i, row in enumerate(rows) if row[0] == name]
+        exp = [expected[i] for i in idx]
+        cells = []
+        for key, got in (("mv", mv), ("before", before), ("after", after)):
+            fn, fp = errors([got[i] for i in idx], exp)
+            totals[key][0] += fn
+            totals[key][1] += fp
+            cells.append(f"{fn} / {fp}")
+        print(f"| {name} | {len(idx)} | " + " | ".join(cells) + " |")
+    print(f"| **total** | {len(rows)} | " + " | ".join(f"**{fn} / {fp}**" for fn, fp in totals.values())
+          + " |")
+    sources = [v["source"] for v in now]
+    fallback = sum(s == "fallback" for s in sources)
+    print(f"\nanswer_source now: boxed {sources.count('boxed')}, marker {sources.count('marker')}, "
+          f"fallback {fallback} ({fallback / len(sources):.1%}), none {sources.count(None)}")
+    if args.show:
+        for row, got, m in zip(rows, after, mv):
+            if got != row[3]:
+                print(f"WRONG [{row[0]}] expected {row[3]} (math-verify {m}): gold {row[1]!r} | {row[2][:150]!r}")
+
+
+if __name__ == "__main__":
+    main()
