@@ -30,7 +30,7 @@ ALGO_BOUNDS: dict[str, dict[str, tuple[float, float] | None]] = {
     "grpo": {"token": (0.8, 1.2), "sequence": None},
     "gspo": {"token": None, "sequence": (1 - 3e-4, 1 + 4e-4)},
     "gmpo": {"token": (math.exp(-0.4), math.exp(0.4)), "sequence": None},
-    "cispo": {"token": (0.0, 1.28), "sequence": None},
+    "cispo": {"token": (0.0, 1.2), "sequence": None},
     "sapo": {"token": None, "sequence": None},
     "dhpo-a": {"token": (0.8, 1.28), "sequence": (0.8, 1.28), "mixed": (0.8, 1.28)},
     "dhpo-e": {"token": (0.8, 1.28), "sequence": (0.8, 1.28), "mixed": (0.8, 1.28)},

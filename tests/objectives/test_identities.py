@@ -77,14 +77,15 @@ def test_branch_and_unified_differ_when_one_branch_is_an_outlier():
 @pytest.mark.parametrize("name", ["dhpo-a", "dhpo-e"])
 @pytest.mark.parametrize("scope", ["sequence", "batch"])
 def test_unclipped_gradient_is_eq17(name, scope):
-    """∇loss = −m·A·∇log π / N (token-mean) in the unclipped regime, against an fp64 reference."""
+    """Eq. 17 with eq. 7's weighting: ∂loss/∂log π_it = −m_it·A_i / (G·|o_i|) in the unclipped regime."""
     lp, old, adv, mask, ent = make_batch(spread=0.02, empty_row=False)
     obj = get_objective(name, entropy_scope=scope)
     out, grad = loss_and_grad(obj, lp, old, adv, mask, ent)
     assert not out.branches["token"].outside_high.any() and not out.branches["sequence"].outside_low.any()
     m = out.branches["mixed"].ratio
-    n = mask.sum()
-    expected = torch.where(mask, -m * adv[:, None] / n, torch.zeros_like(m))
+    G, lengths = lp.shape[0], mask.sum(-1, keepdim=True)
+    assert len(set(lengths.flatten().tolist())) > 2, "the lengths must vary for the weighting to matter"
+    expected = torch.where(mask, -m * adv[:, None] / (G * lengths), torch.zeros_like(m))
     torch.testing.assert_close(grad, expected, rtol=1e-10, atol=1e-14)
     # and m really is the mix of the two branches with the reported w
     w = out.mix_weight

@@ -8,22 +8,39 @@ from dhpo_suite.train.objectives import OBJECTIVES
 from dhpo_suite.train.verl_backend.launch import plan
 from dhpo_suite.train.verl_backend.presets import PRESETS, algorithm_settings
 
-# The paper's per-algorithm loss settings (Appendix D), written out by hand: (ε_low, ε_high, aggregation).
-PAPER = {
-    "grpo": (0.2, 0.2, "token-mean"),
-    "gspo": (3e-4, 4e-4, "seq-mean-token-mean"),
-    "gmpo": (0.4, 0.4, "seq-mean-token-mean"),
-    "cispo": (1.0, 0.28, "token-mean"),
-    "dhpo": (0.2, 0.28, "token-mean"),
-    "dhpo-a": (0.2, 0.28, "token-mean"),
-    "dhpo-e": (0.2, 0.28, "token-mean"),
+# The clip ranges as the paper's Appendix D states them, typed from it (not from the library's defaults):
+# (ε_low, ε_high). CISPO's ε_low = 10 means no lower bound. DHPO: token branch 0.2/0.28 (DAPO's clip-higher)
+# and sequence branch 0.2/0.28, as the developers' guide summarises Appendix D.
+APPENDIX_D = {
+    "grpo": (0.2, 0.2),
+    "gspo": (3e-4, 4e-4),
+    "gmpo": (0.4, 0.4),
+    "cispo": (10.0, 0.2),
+    "dhpo": (0.2, 0.28),
+    "dhpo-a": (0.2, 0.28),
+    "dhpo-e": (0.2, 0.28),
 }
+DHPO_SEQUENCE_BRANCH = (0.2, 0.28)
+# Appendix D does not state an aggregation; it shares every setting but the clip ranges across methods. The
+# paper's eqs. 3 (GRPO), 6 (GSPO) and 7 (DHPO) all write 1/G Σ_i 1/|o_i| Σ_t, i.e. verl's seq-mean-token-mean.
+EQS_3_6_7_AGGREGATION = "seq-mean-token-mean"
 # Appendix D per model: (mini-batch, micro-batch per GPU).
 BATCHES = {"qwen3-1.7b": (256, 16), "qwen3-4b": (256, 16), "qwen3-30b-a3b": (32, 32)}
 
 
 def test_every_objective_has_settings():
-    assert set(PAPER) | {"sapo"} == set(OBJECTIVES)
+    assert set(APPENDIX_D) | {"sapo"} == set(OBJECTIVES)
+
+
+def test_everything_but_the_clip_ranges_is_shared(tmp_path):
+    """Appendix D: all remaining hyper-parameters are shared across methods. One aggregation for all."""
+    actors = {algo: plan(algo, "qwen3-1.7b", out=tmp_path / algo).config.actor_rollout_ref.actor for algo in OBJECTIVES}
+    modes = {algo: a.loss_agg_mode for algo, a in actors.items()}
+    assert len(set(modes.values())) == 1, modes
+    assert set(modes.values()) == {EQS_3_6_7_AGGREGATION}
+    shared = ("ppo_epochs", "ppo_mini_batch_size", "entropy_coeff", "use_kl_loss", "use_dynamic_bsz")
+    for key in shared:
+        assert len({str(a[key]) for a in actors.values()}) == 1, key
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -37,13 +54,13 @@ def test_every_algorithm_composes_and_verl_accepts_it(preset, tmp_path):
         assert type(dc).__name__ == "FSDPActorConfig" and type(dc.policy_loss).__name__ == "DHPOPolicyLossConfig"
         assert dc.policy_loss.loss_mode == f"dhpo_suite.{algo}"
         assert dc.policy_loss.run_dir == str(tmp_path / algo)
-        if algo in PAPER:
-            low, high, agg = PAPER[algo]
-            assert (dc.clip_ratio_low, dc.clip_ratio_high, dc.loss_agg_mode) == (low, high, agg), algo
+        if algo in APPENDIX_D:
+            assert (dc.clip_ratio_low, dc.clip_ratio_high) == APPENDIX_D[algo], algo
         assert dc.calculate_entropy == (algo in ("dhpo", "dhpo-e"))
         if algo.startswith("dhpo"):
             pl_cfg = dc.policy_loss
-            assert (pl_cfg.seq_clip_ratio_low, pl_cfg.seq_clip_ratio_high, pl_cfg.clip) == (0.2, 0.28, "branch")
+            assert (pl_cfg.seq_clip_ratio_low, pl_cfg.seq_clip_ratio_high) == DHPO_SEQUENCE_BRANCH
+            assert pl_cfg.clip == "branch"  # eq. 11
         # Appendix D protocol, the same for every algorithm.
         assert (dc.optim.lr, dc.optim.lr_warmup_steps, dc.optim.weight_decay) == (1e-6, 10, 0.1)
         assert (dc.ppo_mini_batch_size, dc.ppo_micro_batch_size_per_gpu) == BATCHES[preset]

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["AGG_MODES", "aggregate"]
+__all__ = ["AGG_MODES", "PAPER_AGG_MODE", "aggregate"]
 
 AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-sum-norm", "seq-mean-token-mean")
+PAPER_AGG_MODE = "seq-mean-token-mean"
+"""Every objective's default: the paper's eqs. 3 (GRPO), 6 (GSPO) and 7 (DHPO) all aggregate as
+1/G Σ_i 1/|o_i| Σ_t, and Appendix D shares every setting but the clip ranges across methods."""
 
 
 def aggregate(
@@ -28,9 +31,9 @@ def aggregate(
 ) -> torch.Tensor:
     """Aggregate a masked (B, T) loss matrix.
 
-    token-mean               Σ_it ℓ / N_tokens                       (DAPO; GRPO's common practice)
+    token-mean               Σ_it ℓ / N_tokens                       (DAPO; by option)
     token-sum                Σ_it ℓ
-    seq-mean-token-mean      mean_i (Σ_t ℓ_it / |o_i|)               (GRPO eq. 2 and GSPO as written)
+    seq-mean-token-mean      mean_i (Σ_t ℓ_it / |o_i|)               (paper eqs. 3, 6, 7: the default)
     seq-mean-token-sum       mean_i Σ_t ℓ_it
     seq-mean-token-sum-norm  mean_i Σ_t ℓ_it / loss_scale_factor     (Dr. GRPO; default factor T)
     Responses with no valid token do not count in any sequence mean.
@@ -50,8 +53,9 @@ def aggregate(
         return (loss_mat * m).sum() * dp_size
     counts = m.sum(-1)
     seq_sum = (loss_mat * m).sum(-1)
-    # 1e-8 rather than a clamp: the exact expression verl uses, so values agree to the last bits.
-    seq_loss = seq_sum / (counts + 1e-8) if mode == "seq-mean-token-mean" else seq_sum
+    # 1/|o_i| exactly as eqs. 3/6/7 write it (verl adds 1e-8 to |o_i|: ~1e-8 relative apart); the clamp
+    # only guards empty rows, which `nonempty` then drops.
+    seq_loss = seq_sum / counts.clamp(min=1) if mode == "seq-mean-token-mean" else seq_sum
     nonempty = (counts > 0).to(loss_mat.dtype)
     n_seq = nonempty.sum().clamp(min=1) if global_batch_size is None else global_batch_size
     loss = (seq_loss * nonempty).sum() / n_seq * dp_size

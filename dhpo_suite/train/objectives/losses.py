@@ -1,5 +1,8 @@
 """The objectives. Each is one short function; defaults are the paper's (Appendix D).
 
+Every objective aggregates as the paper writes its losses (eqs. 3, 6, 7): 1/G Σ_i 1/|o_i| Σ_t, i.e.
+`seq-mean-token-mean` (PAPER_AGG_MODE); `token-mean` (DAPO) and the other modes are options.
+
 Every function takes the checked `Inputs` of a micro-batch and returns an `ObjectiveOutput` whose
 `loss` is to be minimised (the negated surrogate J). docs/objectives.md maps paper equations here.
 """
@@ -10,7 +13,7 @@ import math
 
 import torch
 
-from dhpo_suite.train.objectives.aggregation import aggregate
+from dhpo_suite.train.objectives.aggregation import PAPER_AGG_MODE, aggregate
 from dhpo_suite.train.objectives.output import Branch, ObjectiveOutput
 from dhpo_suite.train.objectives.parts import (
     clipped_surrogate,
@@ -24,7 +27,7 @@ from dhpo_suite.train.objectives.registry import Inputs, register_objective
 
 
 def _ratios(x: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
-    """(r_tok, s_seq): the token ratio π/π_old and the stop-gradient sequence ratio, both (B, T)."""
+    """(r_tok, s_seq): the token ratio π/π_old (eq. 2) and GSPO's stop-gradient sequence ratio, both (B, T)."""
     return torch.exp(x.log_ratio), sg_sequence_ratio(x.log_prob, sequence_log_ratio(x.log_ratio, x.mask))
 
 
@@ -60,14 +63,15 @@ def dhpo(
     seq_eps_high: float = 0.28,
     avg_weight: float = 0.5,
     entropy_scope: str = "sequence",
-    loss_agg_mode: str = "token-mean",
+    loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """DHPO (paper eqs. 6-11): loss = −min(m·A, m̃·A) with m = w·r_tok + (1−w)·s_seq.
+    """DHPO (paper eq. 7): loss = −min(m·A, m̃·A) with m = w·r_tok + (1−w)·s_seq, aggregated 1/G Σ_i 1/|o_i| Σ_t.
 
-    w = avg_weight (DHPO-A, 0.5) or g(sg[H]) (DHPO-E, eq. 9). Branch clipping (eq. 10):
-    m̃ = w·clip(r_tok, 1−ε_low, 1+ε_high) + (1−w)·clip(s_seq, 1−ε^seq_low, 1+ε^seq_high).
-    Unified clipping (ablation, eq. 11): m̃ = clip(m, 1−ε_low, 1+ε_high).
-    In the unclipped regime ∇loss = −m·A·∇log π (eq. 17), since w and the ratios' sg parts are constants.
+    w = avg_weight (DHPO-A, 0.5) or g(sg[H]) (DHPO-E, eq. 10: per-response min-max entropy).
+    Branch clipping (eq. 11): m̃ = w·clip(r_tok, 1−ε_low, 1+ε_high) + (1−w)·clip(s_seq, 1−ε^seq_low, 1+ε^seq_high).
+    Unified clipping (the ablation): m̃ = clip(m, 1−ε_low, 1+ε_high), with the token ε.
+    In the unclipped regime ∇J = 1/G Σ_i 1/|o_i| Σ_t m_it·A_i·∇log π_it (eq. 17): w and the ratios'
+    sg parts are constants. Shapes: every tensor (B, T).
     """
     r, s = _ratios(x)
     w = entropy_weight(x.entropy, x.mask, entropy_scope) if mixing == "entropy" else torch.full_like(r, avg_weight)
@@ -100,9 +104,9 @@ def grpo(
     eps_low: float = 0.2,
     eps_high: float = 0.2,
     dual_clip: float | None = None,
-    loss_agg_mode: str = "token-mean",
+    loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """GRPO / PPO-clip (paper eq. 2): loss = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), r = π/π_old.
+    """GRPO (paper eq. 3): loss = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), r = π/π_old the token ratio (eq. 2).
 
     dual_clip=c additionally caps the loss of A<0 tokens at −c·A (verl's `vanilla` uses c=3).
     """
@@ -124,9 +128,12 @@ def gspo(
     *,
     eps_low: float = 3e-4,
     eps_high: float = 4e-4,
-    loss_agg_mode: str = "seq-mean-token-mean",
+    loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """GSPO-token (paper eqs. 4-5): loss = −min(s_it·A, clip(s_it, 1−ε_low, 1+ε_high)·A)."""
+    """GSPO (paper eq. 6), token form: loss = −min(s_it·A, clip(s_it, 1−ε_low, 1+ε_high)·A).
+
+    s_it = sg[s_i]·π_it/sg[π_it], s_i = exp(mean_t log r_it): GSPO's sequence ratio (Zheng et al., 2025).
+    """
     r, s = _ratios(x)
     loss_mat, active = clipped_surrogate(s, s.clamp(1 - eps_low, 1 + eps_high), x.adv)
     sequence = report_branch(s, x.mask, x.adv, (1 - eps_low, 1 + eps_high), active)
@@ -139,9 +146,9 @@ def gmpo(
     *,
     eps_low: float = 0.4,
     eps_high: float = 0.4,
-    loss_agg_mode: str = "seq-mean-token-mean",
+    loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """GMPO (geometric mean, paper eq. 3): loss_i = −A_i·exp(mean_t sgn(A)·min(sgn(A)·log r, sgn(A)·clip(log r))).
+    """GMPO (geometric-mean policy optimisation, Zhao et al., 2025): loss_i = −A_i·exp(mean_t sgn(A)·min(sgn(A)·log r, sgn(A)·clip(log r))).
 
     Clipping happens per token in log space, [−ε_low, ε_high]. The sequence loss is placed on each
     valid token, so seq-mean-token-mean gives mean_i loss_i.
@@ -162,17 +169,19 @@ def gmpo(
 def cispo(
     x: Inputs,
     *,
-    eps_low: float = 1.0,
-    eps_high: float = 0.28,
-    loss_agg_mode: str = "token-mean",
+    eps_low: float = 10.0,
+    eps_high: float = 0.2,
+    loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
     """CISPO (MiniMax-M1): loss = −sg[clip(r, 1−ε_low, 1+ε_high)]·A·log π.
 
     The clip truncates the importance weight and never removes a token's gradient; "binding" reports
-    the tokens whose weight was truncated. ε_low=1 leaves no lower bound, as in the CISPO paper.
+    the tokens whose weight was truncated. Defaults are the paper's Appendix D: ε_low = 10, ε_high = 0.2.
+    ε_low ≥ 1 means no lower bound (as in verl's cispo, whose clamp at 1−ε_low < 0 never acts on r > 0);
+    the reported bound is then 0.
     """
     r, s = _ratios(x)
-    low, high = 1 - eps_low, 1 + eps_high
+    low, high = max(1 - eps_low, 0.0), 1 + eps_high
     loss_mat = -r.clamp(low, high).detach() * x.adv * x.log_prob
     token = Branch(r.detach(), low, high, flags=lambda: 2 * trust_region_flags(r.detach(), low, high, x.mask))
     return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
@@ -184,7 +193,7 @@ def sapo(
     *,
     tau_pos: float = 1.0,
     tau_neg: float = 1.05,
-    loss_agg_mode: str = "seq-mean-token-mean",
+    loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
     """SAPO: a soft gate instead of a hard clip, loss = −f(r)·A with f(r) = σ(τ(r−1))·4/τ,
     τ = τ_pos for A>0 else τ_neg. No trust region: both branches are reported for diagnosis only.

@@ -27,18 +27,18 @@ SEQ_LOG_RATIO_MAX = 10.0  # verl clamps the GSPO log sequence ratio from above a
 
 
 def token_log_ratio(log_prob: torch.Tensor, old_log_prob: torch.Tensor) -> torch.Tensor:
-    """log r_it = log π − log π_old, clamped to ±20 like verl so exp() cannot overflow."""
+    """log r_it = log π − log π_old (the token ratio of paper eq. 2), clamped to ±20 like verl so exp() cannot overflow."""
     return torch.clamp(log_prob - old_log_prob, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
 
 
 def sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """log s_i = mean_t log r_it over the response's valid tokens (GSPO eq. 4); (B,). 0 for empty rows."""
+    """log s_i = mean_t log r_it over the response's valid tokens (GSPO's sequence ratio); (B,). 0 for empty rows."""
     lengths = mask.sum(-1).clamp(min=1)
     return (log_ratio * mask).sum(-1) / lengths
 
 
 def sg_sequence_ratio(log_prob: torch.Tensor, seq_log_ratio: torch.Tensor) -> torch.Tensor:
-    """s_it = sg[s_i] · π_it / sg[π_it] (GSPO eq. 5 / paper eq. 5); (B, T).
+    """s_it = sg[s_i] · π_it / sg[π_it] (GSPO-token, as DHPO carries the sequence ratio per token); (B, T).
 
     Its value is s_i on every token; its gradient is s_i · ∇log π_it, so each token keeps its own
     credit while the ratio's size is the sequence's.
@@ -48,7 +48,7 @@ def sg_sequence_ratio(log_prob: torch.Tensor, seq_log_ratio: torch.Tensor) -> to
 
 
 def entropy_weight(entropy: torch.Tensor, mask: torch.Tensor, scope: str) -> torch.Tensor:
-    """w_it = g(sg[H_it]): min-max normalised token entropy in [0, 1] (paper eq. 9); (B, T).
+    """w_it = g(sg[H_it]): min-max normalised token entropy in [0, 1] (paper eq. 10); (B, T).
 
     scope="sequence" (default) normalises within each response, so w never depends on which other
     responses share the micro-batch; scope="batch" normalises over all valid tokens of the call (the
@@ -78,7 +78,7 @@ def trust_region_flags(
 def clipped_surrogate(
     ratio: torch.Tensor, clipped: torch.Tensor, adv: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """PPO's pessimistic surrogate as a loss: max(−A·ratio, −A·clipped) (paper eq. 2).
+    """PPO's pessimistic surrogate as a loss: max(−A·ratio, −A·clipped) (the min of paper eqs. 3 and 7).
 
     Returns (loss_mat, clip_active): clip_active marks tokens where the clipped term is strictly the
     larger loss, i.e. where clipping removes (some of) the gradient.

@@ -1,6 +1,6 @@
 """Objectives by name: the registry, input checks, and the callable every backend uses.
 
-    obj = get_objective("dhpo-e")                     # paper defaults (Appendix D)
+    obj = get_objective("dhpo-e")                     # paper defaults (eq. 7 aggregation, Appendix D ε)
     out = obj(log_prob, old_log_prob, advantages, response_mask, entropy=entropy)
     out.loss.backward()
 """
@@ -42,6 +42,9 @@ _CHOICES = {
     "clip": ("branch", "unified"),
     "entropy_scope": ("sequence", "batch"),
 }
+# Objectives whose ε_low only truncates a weight (no trust region to keep positive): ε_low >= 1 means no
+# lower bound, as in verl's cispo (the paper's Appendix D sets CISPO's ε_low = 10).
+NO_LOWER_BOUND_OK = frozenset({"cispo"})
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "dhpo-a": ("dhpo", {"mixing": "avg"}),
     "dhpo-e": ("dhpo", {"mixing": "entropy"}),
@@ -63,14 +66,15 @@ def _defaults(fn: Callable) -> dict[str, Any]:
     return {p.name: p.default for p in params}
 
 
-def _check_hparam(name: str, key: str, value: Any) -> None:
+def _check_hparam(name: str, key: str, value: Any, base: str) -> None:
     where = f"objective {name!r}: {key}={value!r}"
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ValueError(f"{where} is not one of {', '.join(_CHOICES[key])}")
     if "eps" in key and not (isinstance(value, (int, float)) and value >= 0):
         raise ValueError(f"{where} must be a number >= 0")
-    if key.endswith("eps_low") and value > 1:
-        raise ValueError(f"{where} must be <= 1 (the lower ratio bound 1-eps_low cannot go below 0)")
+    if key.endswith("eps_low") and value > 1 and base not in NO_LOWER_BOUND_OK:
+        raise ValueError(f"{where} must be <= 1: its trust region's lower bound 1-eps_low cannot go below 0 "
+                         f"(eps_low >= 1, no lower bound, is for {', '.join(sorted(NO_LOWER_BOUND_OK))} only)")
     if key in ("avg_weight",) and not 0 <= value <= 1:
         raise ValueError(f"{where} must lie in [0, 1]")
     if key in ("tau_pos", "tau_neg", "dual_clip") and value is not None and value <= 0:
@@ -132,7 +136,7 @@ def get_objective(name: str, **hparams: Any) -> Objective:
             raise ValueError(f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(values)}")
         values[key] = value
     for key, value in values.items():
-        _check_hparam(name, key, value)
+        _check_hparam(name, key, value, base)
     return Objective(name=name, hparams=values, fn=fn)
 
 

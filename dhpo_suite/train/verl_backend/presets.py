@@ -2,8 +2,10 @@
 
 A `Preset` holds the model and the optimisation/rollout protocol; an `AlgorithmSettings` holds what
 the loss needs (objective, clip ranges, aggregation, entropy). Hydra overrides are generated from both
-(overrides.py); nothing is kept by hand beside them. Clip ranges and aggregation come from the
-objective library's defaults, which are the paper's (Appendix D), so one number lives in one place.
+(overrides.py); nothing is kept by hand beside them. Clip ranges come from the objective library's
+defaults, which are the paper's (Appendix D), so one number lives in one place. The aggregation is one
+setting shared by every algorithm (Appendix D shares all but the clip ranges): the library's
+PAPER_AGG_MODE, `seq-mean-token-mean`, the paper's eqs. 3/6/7.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ class AlgorithmSettings:
     clip_ratio_high: float | None
     """ε_high of the objective's main ratio."""
     loss_agg_mode: str
-    """verl aggregation mode (GSPO and GMPO: seq-mean-token-mean)."""
+    """verl aggregation mode: the same for every algorithm (PAPER_AGG_MODE, eqs. 3/6/7)."""
     knobs: tuple[tuple[str, Any], ...] = ()
     """actor.policy_loss.<knob> values (DHPOPolicyLossConfig), e.g. (("mixing", "entropy"), ...)."""
     tau: tuple[float, float] | None = None
@@ -147,7 +149,7 @@ def _knobs_of(hparams: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 def algorithm_settings(name: str) -> AlgorithmSettings:
     """Settings for objective `name`, taken from the library's (paper) defaults; unknown names list the known."""
-    from dhpo_suite.train.objectives import get_objective
+    from dhpo_suite.train.objectives import PAPER_AGG_MODE, get_objective
 
     objective = get_objective(name)  # raises "unknown objective ... known objectives: ..."
     hp = dict(objective.hparams)
@@ -155,7 +157,7 @@ def algorithm_settings(name: str) -> AlgorithmSettings:
         objective=name,
         clip_ratio_low=hp.get("eps_low"),
         clip_ratio_high=hp.get("eps_high"),
-        loss_agg_mode=hp["loss_agg_mode"],
+        loss_agg_mode=PAPER_AGG_MODE,  # shared by all algorithms, not each objective's own default
         knobs=_knobs_of(hp),
         tau=(hp["tau_pos"], hp["tau_neg"]) if "tau_pos" in hp else None,
         needs_entropy=objective.needs_entropy,
