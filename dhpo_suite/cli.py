@@ -10,6 +10,7 @@ import typer
 from dhpo_suite.dashboard.cli import register as register_dashboard
 from dhpo_suite.eval.cli import register as register_eval
 from dhpo_suite.grading.cli import register as register_grading
+from dhpo_suite.tracking.cli import register as register_tracking
 from dhpo_suite.train.cli import register as register_train
 from dhpo_suite.train.verl_backend.data_cli import register as register_data
 
@@ -25,6 +26,7 @@ register_eval(app)
 register_grading(app)
 register_data(app)
 register_dashboard(app)
+register_tracking(app)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from dhpo_suite.train.embedded.config import TrainConfig
 __all__ = ["register"]
 
 _DOC = TrainConfig.field_docs()
-_VERL_FORWARDED = ("algo", "out", "backend")
+_VERL_FORWARDED = ("algo", "out", "backend", "logger")
 
 
 def _opt(field: str, *names: str):
@@ -65,6 +65,7 @@ def register(app: typer.Typer) -> None:
         threads: int = _opt("threads", "--threads"),
         grader_workers: int = _opt("grader_workers", "--grader-workers"),
         backend: str = _opt("backend", "--backend"),
+        logger: str = _opt("logger", "--logger"),
         preset: str = typer.Option("qwen3-1.7b", "--preset", help="verl backend: cluster preset."),
         dry_run: bool = typer.Option(False, "--dry-run", help="verl backend: print the command and config only."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (logs only)."),
@@ -120,5 +121,15 @@ def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str]) ->
               f"arguments (see docs/verl.md)")
     from dhpo_suite.train.verl_backend.launch import run
 
-    return run(algo=cfg.algo, preset=preset, overrides=extra, dry_run=dry_run,
+    return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + extra, dry_run=dry_run,
                out=Path(cfg.out) if cfg.out else None)
+
+
+def _verl_logger(spec: str) -> list[str]:
+    """--logger for verl: our destinations join verl's console in `trainer.logger`, and verl's Tracking then
+    mirrors our step telemetry into them (dhpo_suite/tracking/verl_tracking.py). A user's own
+    trainer.logger=... (given after) wins."""
+    from dhpo_suite.tracking.mirrors import parse_loggers
+
+    names = parse_loggers(spec)
+    return [f"trainer.logger=[console,{','.join(names)}]"] if names else []

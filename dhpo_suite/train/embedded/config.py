@@ -99,15 +99,22 @@ class TrainConfig:
     """Grader worker processes for the reward."""
     backend: str = "embedded"
     """"embedded" (this trainer, CPU) or "verl" (forwards to dhpo_suite.train.verl_backend)."""
+    logger: str = "none"
+    """Also mirror each step to "tensorboard", "wandb" or both ("tensorboard,wandb"); "none": the run dir only."""
 
     def validate(self) -> "TrainConfig":
         """Check every field; returns self. Raises ConfigError naming the first bad field."""
         from dhpo_suite.tasks import TASKS
+        from dhpo_suite.tracking.mirrors import parse_loggers
         from dhpo_suite.train.objectives import OBJECTIVES
 
         _choice("algo", self.algo, OBJECTIVES)
         _choice("task", self.task, tuple(TASKS))
         _choice("backend", self.backend, ("embedded", "verl"))
+        try:
+            parse_loggers(self.logger)
+        except ValueError as e:
+            raise ConfigError("logger", str(e)) from None
         if self.clip is not None:
             _choice("clip", self.clip, ("branch", "unified"))
             if not self.algo.startswith("dhpo"):

@@ -19,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from dhpo_suite.tracking.live import open_live
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
@@ -154,7 +155,8 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
         final = initial if initial is not None else float("nan")
         log(f"run directory: {run_dir}   (watch it: dhpo-suite dashboard {run_dir.parent})")
         with RunWriter(run_dir, manifest, resume=cfg.resume) as writer, \
-                run_setup.progress_bar(show_progress, cfg.steps, start - 1) as bar:
+                run_setup.progress_bar(show_progress, cfg.steps, start - 1) as bar, \
+                open_live(run_dir, writer.manifest, cfg.logger, warn=log) as mirrors:  # --logger: TensorBoard, W&B
             for step in range(start, cfg.steps + 1):
                 ctx.timer.s.clear()
                 acc.reset()
@@ -165,8 +167,10 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
                 if step == cfg.steps or (cfg.eval_every and step % cfg.eval_every == 0):
                     final = extra["eval/heldout_reward"] = evaluate()
                 t0 = time.perf_counter()
-                writer.write_step(acc.to_record(step, grad_norm=facts["grad_norm"], lr=facts["lr"], extra=extra))
+                record = acc.to_record(step, grad_norm=facts["grad_norm"], lr=facts["lr"], extra=extra)
+                writer.write_step(record)
                 ctx.timer.add("telemetry", t0)
+                mirrors.submit(record)  # a queue put: the mirrors run on their own thread
                 if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                     run_setup.checkpoint(writer, ctx, step)
                 bar.advance(step, facts["reward"], final)

@@ -156,11 +156,19 @@ def _patch_training_worker(module) -> None:
         _wrap_method(module.TrainingWorker, name, make)
 
 
+def _patch_tracking(module) -> None:
+    """verl's Tracking (trainer.logger) also mirrors our step telemetry: dhpo_suite/tracking/verl_tracking.py."""
+    from dhpo_suite.tracking.verl_tracking import patch
+
+    patch(module)
+
+
 def install() -> None:
     """Install every patch (idempotent). Called by the plugin module on import."""
     after_import("verl.workers.utils.losses", _patch_ppo_loss_name)
     after_import("verl.trainer.distillation.losses", _patch_ppo_loss_name)
     after_import("verl.workers.engine_workers", _patch_training_worker)
+    after_import("verl.utils.tracking", _patch_tracking)
 
 
 def micro_batch_entropy(log_prob):

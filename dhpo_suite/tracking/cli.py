@@ -1,0 +1,58 @@
+"""`dhpo-suite export RUN --to tensorboard|wandb`: mirror an existing run's history afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help="Mirror a run directory's step telemetry (scalars, histograms, sampled rollouts, manifest) "
+                      "to TensorBoard or Weights & Biases. W&B runs offline without an API key "
+                      "(upload later with `wandb sync`).")
+    def export(
+        run: Path = typer.Argument(..., help="Run directory (holds manifest.json)."),
+        to: str = typer.Option(..., "--to", help="tensorboard or wandb."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="TensorBoard: the log directory (default <runs root>/tensorboard/<run>); "
+                                "W&B: the folder for wandb/ (default <runs root>)."),
+        table_every: int = typer.Option(10, "--table-every", min=0,
+                                        help="W&B: sampled rollouts as a table every N steps (0: none)."),
+        project: str = typer.Option("dhpo-suite", "--project", help="W&B project."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    ) -> None:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        from dhpo_suite.runs import RunFormatError
+        from dhpo_suite.tracking.export import export_run
+        from dhpo_suite.tracking.mirrors import LOGGERS
+
+        if to not in LOGGERS:
+            _fail(f"--to: {to!r} is not one of: {', '.join(LOGGERS)}")
+        console = Console(stderr=True)
+        try:
+            with Progress(console=console, disable=no_progress, transient=True) as bar:
+                task = bar.add_task(f"export to {to}", total=None)
+                result = export_run(run, to, out, table_every=table_every, project=project,
+                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
+        except RunFormatError as e:
+            _fail(str(e))
+        except ImportError as e:
+            _fail(f"--to {to}: {e} (install it: pip install {to})")
+        for problem in result.problems:
+            console.print(f"warning: skipped {problem}", markup=False, highlight=False)
+        console.print(f"{result.steps} steps -> {result.location}", markup=False, highlight=False)
+        if to == "tensorboard":
+            console.print(f"view: tensorboard --logdir {result.location.parent}", markup=False, highlight=False)
+        elif "offline-run" in str(result.location):
+            console.print(f"upload: wandb sync {result.location}", markup=False, highlight=False)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
