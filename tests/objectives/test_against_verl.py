@@ -15,6 +15,7 @@ PAIRS = [
     ("vanilla", "grpo", {"dual_clip": 3.0}, 0.2, 0.28, ["token-mean"]),
     ("gspo", "gspo", {}, 3e-4, 4e-4, ["seq-mean-token-mean", "token-mean"]),
     ("geo_mean", "gmpo", {}, 0.4, 0.4, ["seq-mean-token-mean"]),
+    ("cispo", "cispo", {}, 10.0, 0.2, ["seq-mean-token-mean", "token-mean"]),  # Appendix D: no lower bound
     ("cispo", "cispo", {}, 1.0, 0.28, ["token-mean", "seq-mean-token-mean"]),
     ("cispo", "cispo", {}, 0.2, 0.28, ["token-mean"]),
     ("sapo", "sapo", {}, 0.2, 0.2, ["seq-mean-token-mean"]),
