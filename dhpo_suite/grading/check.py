@@ -16,7 +16,9 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 
-from dhpo_suite.grading.extract import extract_answer, final_box_group
+from dhpo_suite.grading.arith import exact_value
+from dhpo_suite.grading.extract import extract_final, final_box_group
+from dhpo_suite.grading.forms import choice_label, parse_time, stated_values, strip_choice_label
 from dhpo_suite.grading.normalize import (
     has_percent,
     is_text_answer,
@@ -30,43 +32,65 @@ from dhpo_suite.grading.tolerance import Num, numbers_match, parse_number
 __all__ = ["MAX_ANSWER_CHARS", "grade_one", "warm_up"]
 
 MAX_ANSWER_CHARS = 2000  # the longest real gold is ~300 characters; longer "answers" are rambling
-Result = tuple[bool, "str | None", str, str]
+Result = tuple[bool, "str | None", str, str, "str | None"]
 
 
 def grade_one(response: str, golds: list[str], bench: str | None = None) -> Result:
-    """(correct, extracted, status, reason) for one response; `golds` are all accepted forms."""
-    extracted = extract_answer(response)
+    """(correct, extracted, status, reason, answer_source) for one response; `golds` are all
+    accepted forms; answer_source is "boxed", "marker", "fallback" or None (see extract.py)."""
+    extracted, source = extract_final(response)
     if extracted is None:
-        return False, None, "no_answer", "no \\boxed{} answer, answer phrase or number in the response"
+        return False, None, "no_answer", "no \\boxed{} answer, answer phrase or number in the response", None
     if len(extracted) > MAX_ANSWER_CHARS:
         return False, extracted[:MAX_ANSWER_CHARS], "ok", (
             f"extracted answer has {len(extracted)} characters (> {MAX_ANSWER_CHARS}); not parsed"
-        )
+        ), source
     reasons = []
-    for answer in _candidates(response, extracted, golds):
+    for answer in _candidates(response, extracted, golds, source):
         for gold in golds:
             correct, reason = match(answer, gold)
             if correct:
-                return True, answer, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else "")
+                return True, answer, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else ""), source
             reasons.append(reason)
-    return False, extracted, "ok", reasons[0]
+    return False, extracted, "ok", reasons[0], source
 
 
-def _candidates(response: str, extracted: str, golds: list[str]) -> list[str]:
-    """The extracted answer, plus the final boxes joined (`\\boxed{69} and \\boxed{84}` → `69, 84`)
-    when a gold lists several answers."""
-    if all(len(split_top_level(normalize(gold))) < 2 for gold in golds):
+def _candidates(response: str, extracted: str, golds: list[str], source: str | None) -> list[str]:
+    """The extracted answer, plus the final boxes joined (`\\boxed{69} and \\boxed{84}` → `69, 84`,
+    or `\\{69, 84\\}` for a set gold) when a gold lists several answers."""
+    shapes = [_list_shape(normalize(gold)) for gold in golds]
+    if source != "boxed" or not any(shapes):
         return [extracted]
     group = final_box_group(response)
     joined = ", ".join(group)
-    return [extracted, joined] if len(group) >= 2 and len(joined) <= MAX_ANSWER_CHARS else [extracted]
+    if len(group) < 2 or len(joined) > MAX_ANSWER_CHARS:
+        return [extracted]
+    return [extracted] + [f"\\{{{joined}\\}}" if shape == "set" else joined for shape in dict.fromkeys(shapes) if shape]
+
+
+def _list_shape(gold: str) -> str | None:
+    """"list" for `69, 84`, "set" for `\\{1, 2, 3\\}`, None for a single answer."""
+    if len(split_top_level(gold)) >= 2:
+        return "list"
+    inner = re.fullmatch(r"\\\{(.*)\\\}", gold.strip())
+    return "set" if inner and len(split_top_level(inner.group(1))) >= 2 else None
 
 
 def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
     """(match, reason) for one extracted answer against one gold."""
+    gold_time = parse_time(gold_raw)
+    if gold_time is not None:
+        same = parse_time(pred_raw) == gold_time
+        return same, f"clock time {pred_raw!r} {'equals' if same else 'differs from'} gold {gold_raw!r}"
     gold, pred = normalize(gold_raw), normalize(pred_raw)
-    if "=" not in gold:
-        pred = strip_assignment(pred)
+    letter = _choice_letter(gold)
+    if letter and choice_label(pred):
+        same = choice_label(pred) == letter
+        return same, f"choice {choice_label(pred)} {'is' if same else 'is not'} gold ({letter})"
+    if not letter:
+        pred = strip_choice_label(pred)  # `\\textbf{(B) } 27` states 27
+    if "=" not in gold and not re.search(r"\\approx|\\simeq", gold):
+        pred = _stated_value(strip_assignment(pred))
     if not gold:
         return False, "gold is empty after normalisation"
     if not pred:
@@ -79,7 +103,29 @@ def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
     gold_num, pred_num = parse_number(gold), parse_number(pred)
     if gold_num and pred_num:
         return _numbers(gold_num, pred_num, gold_raw, pred_raw)
+    gold_val, pred_val = gold_num or _exact(gold), pred_num or _exact(pred)
+    if gold_val and pred_val:  # numeric expressions, evaluated exactly (`\\frac12+\\frac13`, `4\\frac49`)
+        return _numbers(gold_val, pred_val, gold_raw, pred_raw)
     return _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw)
+
+
+def _exact(text: str) -> Num | None:
+    found = exact_value(text)
+    return Num(found[0], None, 0, text) if found else None
+
+
+def _choice_letter(gold: str) -> str | None:
+    """B for a multiple-choice gold (`\\text{(B)}`, `(B)`, `B`)."""
+    m = re.fullmatch(r"\(?([A-E])\)?", gold.strip())
+    return m.group(1) if m else None
+
+
+def _stated_value(pred: str) -> str:
+    """The value a relation chain states (`x = 5+5+1 = 11` → `11`), unless the chain hedges between
+    answers (`x = 1 \\text{ or } x = 2`): then it is left whole and will not match a single gold."""
+    if re.search(r"\\text|\\mbox|\bor\b|\band\b|\\quad|;", pred):
+        return pred
+    return stated_values(pred)
 
 
 def _numbers(gold: Num, pred: Num, gold_raw: str, pred_raw: str) -> tuple[bool, str]:

@@ -1,24 +1,38 @@
 """Final-answer extraction: pure string scanning in linear time; nothing is parsed or evaluated.
 
-Order (first hit wins):
-1. the last *complete* `\\boxed{...}` / `\\fbox{...}` (nested braces matched, `\\{`/`\\}` skipped);
-   `\\boxed 5` (no braces) takes the next token;
-2. the text after the last "final answer is/:", "the answer is", "Answer:" or "####", up to the end
-   of its line (first `$...$` segment if there is one);
-3. the last number in the text (SimpleRL/Qwen's `use_last_number` fallback).
-An empty box gives None (the model answered nothing).
+`extract_final(text)` gives (answer, answer_source), first rule that applies:
+1. "boxed": the last *complete* `\\boxed{...}` / `\\fbox{...}` (nested braces matched, `\\{`/`\\}`
+   skipped; `\\boxed 5` takes the next token), unless an answer line written *after* it states a
+   value (`\\boxed{200}` ... "Final Answer: The final answer is $10455$"): the box was intermediate;
+2. "marker": the last "final answer is/:", "the answer is", "Answer:" or "####" line: its first math
+   segment, or, when the line is prose ("The largest $n$ is 34."), what follows its last "is";
+   "I hope it is correct." is cut off;
+3. "fallback" (no box, no marker): the last math segment (`$...$`, `\\(...\\)`, `\\[...\\]`) taken
+   whole, or the last *standalone* number, whichever ends later. A digit inside a word (`AZYUK2A`),
+   a denominator (`1/2`), an exponent, a subscript or an interval end is never taken alone, so the
+   fallback cannot turn part of a wrong answer into a right one.
+An empty box gives (None, None) (the model answered nothing).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["extract_answer", "final_box_group", "final_boxes", "last_boxed"]
+__all__ = ["SOURCES", "extract_answer", "extract_final", "final_box_group", "final_boxes", "last_boxed"]
+
+SOURCES = ("boxed", "marker", "fallback")
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\b")
 _PHRASE_RE = re.compile(
-    r"(?:final\s+answer\s*(?:is|:)|the\s+answer\s+is|^\s*\**answer\**\s*:|####)\s*:?",
+    r"(?:final\s+answer\s*(?:is|:)|the\s+answer\s+is|^\s*[*_#]*\s*answer\s*[*_]*\s*:[*_]*"
+    r"|^\s*answer\s*(?=\$|\\\[|\\\()|####)\s*:?",
     re.IGNORECASE | re.MULTILINE,
+)
+_BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
+_HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
+_CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
+_STANDALONE_RE = re.compile(  # a number not glued to a word, a fraction bar, an exponent or a subscript
+    r"(?<![\w.,^_{}\\/$-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d)"
 )
 _INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign, not a delimiter
     r"(?<!\\)\$\$?((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
@@ -30,16 +44,24 @@ _MAX_BOX_CANDIDATES = 50  # bounds work on adversarial text made of thousands of
 
 def extract_answer(text: str | None) -> str | None:
     """The final answer in `text`, or None. See the module docstring for the order of rules."""
+    return extract_final(text)[0]
+
+
+def extract_final(text: str | None) -> tuple[str | None, str | None]:
+    """(answer, answer_source) with answer_source in SOURCES; (None, None) when nothing is stated."""
     if not text:
-        return None
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return boxed.strip() or None
+        return None, None
+    boxes = _final_boxes(text)
     phrase = _after_phrase(text)
-    if phrase:
-        return phrase
-    numbers = [m.group(0) for m in _NUMBER_RE.finditer(text[-20000:])]
-    return numbers[-1].rstrip(",") if numbers else None
+    if boxes:
+        _, end, content = boxes[-1]
+        if phrase is not None and phrase[1] > end and phrase[2]:
+            return phrase[0], "marker"  # a value stated after the last box: that box was intermediate
+        return (content.strip() or None), ("boxed" if content.strip() else None)
+    if phrase is not None:
+        return phrase[0], "marker"
+    answer = _fallback(text[-20000:])
+    return (answer, "fallback") if answer else (None, None)
 
 
 def last_boxed(text: str) -> str | None:
@@ -61,6 +83,11 @@ def final_box_group(text: str, span: int = 400) -> list[str]:
 
 def final_boxes(text: str) -> list[tuple[int, str]]:
     """(start, content) of the last complete, non-nested boxes, in text order (at most 50)."""
+    return [(start, content) for start, _, content in _final_boxes(text)]
+
+
+def _final_boxes(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of the last complete, non-nested boxes, in text order."""
     starts = [m.end() for m in _BOX_RE.finditer(text)]
     if not starts:
         return []
@@ -84,7 +111,7 @@ def final_boxes(text: str) -> list[tuple[int, str]]:
         if found and end > found[-1][0]:  # an outer box around a later one: keep the inner
             continue
         found.append((start, end, content))
-    return [(start, content) for start, _, content in reversed(found)]
+    return list(reversed(found))
 
 
 def _matching_braces(text: str, begin: int) -> dict[int, int]:
@@ -105,17 +132,47 @@ def _matching_braces(text: str, begin: int) -> dict[int, int]:
     return pairs
 
 
-def _after_phrase(text: str) -> str | None:
+def _after_phrase(text: str) -> tuple[str, int, bool] | None:
+    """(answer, position, states_a_value) after the last answer phrase, or None."""
     last = None
     for last in _PHRASE_RE.finditer(text):
         pass
     if last is None:
         return None
-    tail = text[last.end() : last.end() + _PHRASE_TAIL_CHARS].strip()
-    tail = tail.split("\n", 1)[0].strip()
-    math = _INLINE_MATH_RE.search(tail)
-    if math:
-        tail = next(g for g in math.groups() if g is not None)
-    tail = tail.strip().strip("*").strip()
-    tail = re.sub(r"[.;:!\s]+$", "", tail)
-    return tail or None
+    window = text[last.end() : last.end() + _PHRASE_TAIL_CHARS]
+    window = _HOPE_RE.sub("", window).strip()
+    line = window.split("\n", 1)[0].strip()
+    block = _BLOCK_RE.match(window)  # `\[ ... \]` / `$$ ... $$` may span lines
+    if block:
+        line = block.group(0).replace("\n", " ")
+    line = _after_connective(line)
+    math = _INLINE_MATH_RE.search(line)
+    answer = next(g for g in math.groups() if g is not None) if math else line
+    answer = re.sub(r"[.;:!,\s]+$", "", answer.strip().strip("*").strip())
+    if not answer:
+        return None
+    return answer, last.start(), bool(math) or bool(re.search(r"\d", answer))
+
+
+def _after_connective(line: str) -> str:
+    """`The largest $n$ is 34.` → `34.`: an answer line in prose states its value after "is"."""
+    outside = _INLINE_MATH_RE.sub(lambda m: "\0" * len(m.group(0)), line)  # never split inside math
+    cuts = [m.end() for m in _CONNECTIVE_RE.finditer(outside)]
+    if not cuts:
+        return line
+    tail = line[cuts[-1]:]
+    return tail if re.search(r"\d|\$|\\\(", tail) else line
+
+
+def _fallback(text: str) -> str | None:
+    """The last math segment or standalone number, whichever ends later (see the module docstring)."""
+    best_end, best = -1, None
+    for m in _INLINE_MATH_RE.finditer(text):
+        content = next(g for g in m.groups() if g is not None).strip()
+        if content:
+            best_end, best = m.end(), content
+    masked = _INLINE_MATH_RE.sub(lambda m: " " * len(m.group(0)), text)
+    numbers = list(_STANDALONE_RE.finditer(masked))
+    if numbers and numbers[-1].end() > best_end:
+        best = numbers[-1].group(0)
+    return best

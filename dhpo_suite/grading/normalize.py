@@ -56,6 +56,8 @@ def normalize(answer: str) -> str:
         s = s.replace(char, latex)
     s = _strip_delimiters(s)
     s = _APPROX_PREFIX_RE.sub("", s)  # "\\approx 1.62" is the number 1.62
+    # MATH writes thousands `10,\\!080` (negative thin space after the comma): one number, not a list
+    s = re.sub(r"(?<=\d),\s*\\!\s*(?=\d{3}(?!\d))", ",", s).replace("{,}", ",").replace("{:}", ":")
     s = re.sub(r"(?<!\\)\\(?:,|!|;|:|quad|qquad|\s)|~", " ", s)  # not `\\` (a row break)
     s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*", "", s)
     s = re.sub(r"\\[dt]frac", r"\\frac", s)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 
 from dhpo_suite.grading import runtime, worker
-from dhpo_suite.grading.extract import extract_answer
+from dhpo_suite.grading.extract import extract_final
 from dhpo_suite.grading.items import Item, coerce_items
 from dhpo_suite.grading.launch import WorkerProcess
 from dhpo_suite.grading.verdict import Verdict
@@ -181,8 +181,8 @@ class GraderPool:
             if slot.job is not None and now >= slot.deadline:
                 index, pid = slot.job, slot.process.pid
                 reason = f"grading exceeded {limit:g} s wall clock; worker {pid} killed and replaced"
-                extracted = extract_answer(jobs[index].response)
-                finished.append((index, Verdict(False, extracted, "timeout", reason)))
+                extracted, source = extract_final(jobs[index].response)
+                finished.append((index, Verdict(False, extracted, "timeout", reason, source)))
                 self._stop(slot, polite=False)
                 self._slots[number] = self._restart()
             elif not slot.ready and now >= slot.started + _START_TIMEOUT_S:
@@ -221,8 +221,8 @@ class GraderPool:
         finished = []
         if slot.job is not None:
             reason = f"worker {slot.process.pid} died (exit code {code}) while grading; replaced"
-            extracted = extract_answer(jobs[slot.job].response)
-            finished.append((slot.job, Verdict(False, extracted, "error", reason)))
+            extracted, source = extract_final(jobs[slot.job].response)
+            finished.append((slot.job, Verdict(False, extracted, "error", reason, source)))
         elif not slot.ready:
             self._start_failed(number, f"worker exited with code {code} during start-up")
             return finished

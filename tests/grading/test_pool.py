@@ -101,7 +101,7 @@ def test_hostile_responses_do_not_hang_crash_or_execute(tmp_path):
 
 def test_module_level_grade():
     verdict = grade("so the answer is $\\boxed{0.5}$", "\\frac{1}{2}")
-    assert verdict == Verdict(True, "0.5", "ok", verdict.reason)
+    assert verdict == Verdict(True, "0.5", "ok", verdict.reason, "boxed")
     assert grade("nothing", "1").status == "no_answer"
 
 
