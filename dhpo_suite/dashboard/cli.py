@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -38,6 +39,10 @@ def register(app: typer.Typer) -> None:
         if not runs_dir.is_dir():
             typer.echo(f"dhpo-suite dashboard: runs directory {runs_dir} does not exist.", err=True)
             raise typer.Exit(2)
+        problem = check_address(port, address)
+        if problem:
+            typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(2)
         if not (_has_module("streamlit") and _has_module("plotly")):
             typer.echo("dhpo-suite dashboard needs streamlit and plotly: pip install 'dhpo-suite[dashboard]'", err=True)
             raise typer.Exit(2)
@@ -47,6 +52,39 @@ def register(app: typer.Typer) -> None:
         env = {**os.environ, RUNS_DIR_ENV: str(runs_dir.resolve())}
         # exec: Ctrl-C and a parent's kill reach the server directly, with no wrapper process left behind.
         os.execve(sys.executable, streamlit_argv(port, headless, address), env)
+
+
+def check_address(port: int, address: str) -> str | None:
+    """Why Streamlit could not serve on (address, port), as one line naming the option; None if it can.
+
+    Checked by binding a socket there (then closing it), so a malformed address, one this machine does not
+    have, and a port already in use are all caught before Streamlit starts.
+    """
+    import ipaddress
+    import socket
+
+    if not 1 <= port <= 65535:
+        return f"--port: must be an integer from 1 to 65535, got {port}"
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        if not address or all(c.isdigit() or c == "." for c in address):  # 999.1.1.1: not an IPv4 address
+            return (f"--address: {address!r} is not an IP address or host name (e.g. localhost, 127.0.0.1, "
+                    f"0.0.0.0)")
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        return f"--address: cannot resolve {address!r} ({e}); use localhost, an IP address or 0.0.0.0"
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Streamlit's server does
+        try:
+            sock.bind(where)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"--port: {port} is already in use on {address}; choose another --port"
+            return f"--address: cannot serve on {address}:{port} ({e.strerror or e})"
+    return None
 
 
 def _has_module(name: str) -> bool:

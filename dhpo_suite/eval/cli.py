@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -36,6 +37,52 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
     for s in chosen:
         _check_model_dir(checkpoint_path(run, s), "--run")
     return [(f"step {s}", str(checkpoint_path(run, s)), er.checkpoint_eval_dir(run, s)) for s in chosen]
+
+
+def _check_options(v: dict) -> None:
+    """ValueError naming the first bad option and its allowed values (before any model, engine or worker)."""
+    at_least = {"limit": 1, "samples": 1, "max_new_tokens": 1, "batch_size": 1, "tensor_parallel_size": 1,
+                "data_parallel_size": 1, "max_model_len": 1, "grader_workers": 1, "seed": 0}
+    flags = {"tensor_parallel_size": "--tp", "data_parallel_size": "--dp"}
+    for name, low in at_least.items():
+        if v[name] is not None and v[name] < low:
+            raise ValueError(f"{flags.get(name, _flag(name))}: must be an integer >= {low}, got {v[name]}")
+    ranges = {"temperature": (0.0, 100.0, "from 0 (greedy) to 100"), "top_p": (0.0, 1.0, "in (0, 1]"),
+              "gpu_memory_utilization": (0.0, 1.0, "in (0, 1]"), "grader_timeout": (0.0, 86400.0, "in (0, 86400]")}
+    for name, (low, high, allowed) in ranges.items():
+        x = v[name]
+        ok = (low <= x <= high) if name == "temperature" else (low < x <= high)
+        if not ok:  # NaN fails both comparisons
+            raise ValueError(f"{_flag(name)}: must be {allowed}, got {x}")
+    if v["steps"] not in ("all", "last") and not all(s.strip().isdigit() for s in v["steps"].split(",")):
+        raise ValueError(f"--steps: all, last, or a comma list of step numbers such as 10,20; got {v['steps']!r}")
+    if v["template"] is not None:
+        from dhpo_suite.eval.prompts import load_template
+
+        try:
+            load_template(v["template"])
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"--template: {v['template']}: unreadable ({e})") from None
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _lock_results(targets, stack, option: str) -> None:
+    """Take each results directory's one-writer lock (creating it): a second writer is refused with one line."""
+    from dhpo_suite.runs.lock import DirLock, LockHeld
+
+    for _, _, results in targets:
+        if Path(results).exists() and not Path(results).is_dir():
+            raise ValueError(f"{option}: {results} is a file, not a results directory")
+        try:
+            stack.enter_context(DirLock(results))
+        except LockHeld as e:
+            raise ValueError(f"{option}: {e}") from None
+        except OSError as e:
+            raise ValueError(f"{option}: {e.filename or results}: cannot write results there "
+                             f"({e.strerror or e})") from None
 
 
 def _check_model_dir(path: Path, option: str) -> None:
@@ -84,12 +131,17 @@ def register(app: typer.Typer) -> None:
         from dhpo_suite.eval.runner import EvalSettings
 
         console = Console(stderr=True)
+        stack = contextlib.ExitStack()  # the results directories' writer locks, held until the command ends
         try:
+            _check_options(locals())
             names = resolve_benches(bench)
             targets = _targets(model, run, steps, out)
             rank_world = parse_shard(shard) if shard else (0, 1)
+            if shard is None:  # a --dp worker (--shard) runs under its parent's lock
+                _lock_results(targets, stack, "--out" if model is not None else "--run")
         except ValueError as e:
-            console.print(f"[red]error:[/red] {e}")
+            stack.close()
+            typer.echo(f"error: {e}", err=True)  # one line, never wrapped
             raise typer.Exit(2)
         settings = EvalSettings(template=template, samples=samples, max_new_tokens=max_new_tokens,
                                 temperature=temperature, top_p=top_p, limit=limit,
@@ -97,11 +149,12 @@ def register(app: typer.Typer) -> None:
                                 grader_workers=grader_workers, grader_timeout=grader_timeout, shard=rank_world)
         options = EngineOptions(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len, dtype=dtype,
                                 seed=seed, gpu_memory_utilization=gpu_memory_utilization)
-        if data_parallel_size > 1 and not regrade:
-            summaries = _data_parallel(targets, names, settings, data_parallel_size, tensor_parallel_size, resume,
-                                       console)
-        else:
-            summaries = _sequential(targets, names, settings, options, resume, regrade, console)
+        with stack:
+            if data_parallel_size > 1 and not regrade:
+                summaries = _data_parallel(targets, names, settings, data_parallel_size, tensor_parallel_size,
+                                           resume, console)
+            else:
+                summaries = _sequential(targets, names, settings, options, resume, regrade, console)
         out_console = Console(width=None if sys.stdout.isatty() else 160)  # files/pipes get the full table
         out_console.print(headline_table(summaries))
         for label, s in summaries.items():
@@ -114,7 +167,7 @@ def _sequential(targets, names, settings, options, resume, regrade, console) -> 
         try:
             summaries[label] = _run_one(model_dir, results, names, settings, options, resume, regrade, console)
         except (ValueError, FileExistsError, FileNotFoundError) as e:
-            console.print(f"[red]error:[/red] {e}")
+            typer.echo(f"error: {' '.join(str(e).split())}", err=True)  # one line, even for a multi-line message
             raise typer.Exit(2)
         console.print(f"results: {results}")
     return summaries
@@ -135,7 +188,7 @@ def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict
         console.print(f"data parallel: {world} workers x {tp} GPU(s) ...")
         run_workers(sys.argv[1:], world, tp)
     except (ValueError, FileExistsError, RuntimeError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)
     return {label: summarize_dir(results) for label, _, results in targets}
 

@@ -1,4 +1,9 @@
-"""Checking a local Hugging Face causal-LM directory before a run spends time on it."""
+"""Checking a local Hugging Face causal-LM directory before a run spends time on it.
+
+A model directory is data: a directory that asks for its own Python code (`auto_map` in config.json or
+tokenizer_config.json) is refused with one line, and loading passes `trust_remote_code=False`, so transformers
+never runs shipped code nor asks "Do you wish to run the custom code? [y/N]" on a terminal.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ def check_model_dir(path: str | Path) -> Path:
         raise ModelDirError(f"{cfg}: line {e.lineno} column {e.colno}: invalid JSON ({e.msg})") from None
     if not isinstance(config, dict) or "model_type" not in config:
         raise ModelDirError(f"{cfg}: no 'model_type' field")
+    _refuse_custom_code(p)
     if not any(p.glob("*.safetensors")) and not any(p.glob("*.bin")):
         raise ModelDirError(f"{p}: no weights (*.safetensors or *.bin)")
     if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
@@ -34,13 +40,33 @@ def check_model_dir(path: str | Path) -> Path:
     return p
 
 
-def load_model(path: Path):
-    """(model, tokenizer) in float32 from a checked directory; loading errors are re-raised naming the path."""
+def _refuse_custom_code(p: Path) -> None:
+    """ModelDirError when config.json or tokenizer_config.json maps classes to the directory's own code."""
+    for name in ("config.json", "tokenizer_config.json"):
+        f = p / name
+        if not f.is_file():
+            continue
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ModelDirError(f"{f}: unreadable: {e}") from None
+        if isinstance(data, dict) and data.get("auto_map"):
+            raise ModelDirError(f"{f}: 'auto_map' asks to run the model's own Python code; dhpo-suite never runs "
+                                f"code shipped with a model (use a model whose architecture transformers provides)")
+
+
+def load_model(path: Path, safetensors_only: bool = False):
+    """(model, tokenizer) in float32 from a checked directory; loading errors are re-raised naming the path.
+
+    `safetensors_only`: read weights from *.safetensors alone (checkpoints: a *.bin pickle is never opened).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _refuse_custom_code(Path(path))
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype="float32", trust_remote_code=False,
+                                                     use_safetensors=True if safetensors_only else None)
     except Exception as e:  # noqa: BLE001 - transformers raises many types; all mean "unloadable"
         raise ModelDirError(f"{path}: cannot load the model or tokenizer: {type(e).__name__}: {e}") from e
     if tokenizer.eos_token_id is None:

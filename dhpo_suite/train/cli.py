@@ -83,7 +83,14 @@ def register(app: typer.Typer) -> None:
             _fail(f"unknown option(s) for the embedded backend: {' '.join(ctx.args)} (see dhpo-suite train --help)")
         if dry_run:
             _fail("--dry-run applies to --backend verl only")
-        _run_embedded(cfg, show_progress=not no_progress)
+        _run_embedded(cfg, show_progress=not no_progress, explicit=_given(ctx))
+
+
+def _given(ctx: typer.Context) -> frozenset[str]:
+    """Config fields the user gave (command line or environment), defaults or not: on --resume each one must
+    match the stored run."""
+    given = ("COMMANDLINE", "ENVIRONMENT")  # ParameterSource names (typer vendors click)
+    return frozenset(k for k in _DOC if getattr(ctx.get_parameter_source(k), "name", None) in given)
 
 
 def _flag(e) -> str:
@@ -96,7 +103,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _run_embedded(cfg: TrainConfig, show_progress: bool) -> None:
+def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str]) -> None:
     from rich.console import Console
 
     from dhpo_suite.models.local import ModelDirError
@@ -104,7 +111,8 @@ def _run_embedded(cfg: TrainConfig, show_progress: bool) -> None:
 
     console = Console(stderr=True)
     try:
-        train(cfg, log=lambda s: console.print(s, markup=False, highlight=False), show_progress=show_progress)
+        train(cfg, log=lambda s: console.print(s, markup=False, highlight=False, soft_wrap=True),
+              show_progress=show_progress, explicit=explicit)
     except (ConfigError, ModelDirError) as e:
         _fail(_flag(e) if isinstance(e, ConfigError) else str(e))
 

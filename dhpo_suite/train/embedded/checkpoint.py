@@ -1,5 +1,10 @@
-"""Checkpoints: `checkpoints/step-{step:06d}/` = an HF model dir + `trainer_state.pt` (optimizer, scheduler,
-RNG), marked COMPLETE through the run writer. `--resume` restarts from the last complete one.
+"""Checkpoints: `checkpoints/step-{step:06d}/` = an HF model dir (safetensors) + `trainer_state.pt` (optimizer,
+scheduler, RNG), marked COMPLETE through the run writer. `--resume` restarts from the newest complete one that
+loads, falling back to older ones with a one-line warning.
+
+A checkpoint holds data only: weights are read from safetensors alone (a `*.bin` pickle is never opened), and the
+trainer state with `torch.load(weights_only=True)`, which accepts tensors, numbers, strings and containers and
+refuses any other object, so a crafted pickle in a copied run directory cannot run code on `--resume`.
 
 Writes go to the final directory and the COMPLETE marker is written last (atomically, by the runs module),
 so a SIGKILL mid-save leaves an unmarked directory that resume, the evaluator and the dashboard ignore.
@@ -9,18 +14,25 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Callable
 
 import torch
 
-__all__ = ["TRAINER_STATE", "save_checkpoint", "latest_checkpoint", "load_trainer_state"]
+__all__ = ["TRAINER_STATE", "CheckpointError", "Restored", "complete_checkpoints", "load_trainer_state",
+           "read_trainer_state", "restore_latest", "save_checkpoint"]
 
 TRAINER_STATE = "trainer_state.pt"
+_STATE_KEYS = ("step", "optimizer", "scheduler", "generator", "torch_rng", "python_rng")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message starts with the file or directory."""
 
 
 def save_checkpoint(writer, step: int, model, tokenizer, optimizer, scheduler, generator: torch.Generator) -> Path:
     """Save the model (safetensors), tokenizer and trainer state for `step`; mark it complete last."""
     path = writer.checkpoint_dir(step)
-    model.save_pretrained(path)
+    model.save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
              "generator": generator.get_state(), "torch_rng": torch.get_rng_state(),
@@ -32,21 +44,74 @@ def save_checkpoint(writer, step: int, model, tokenizer, optimizer, scheduler, g
     return path
 
 
-def latest_checkpoint(run_dir: Path) -> tuple[int, Path] | None:
-    """(step, path) of the newest complete checkpoint that has trainer state, or None."""
+def complete_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """(step, path) of every complete checkpoint, newest first."""
     from dhpo_suite.runs import RunReader
 
-    complete = RunReader(run_dir).checkpoints()
-    usable = [(s, p) for s, p in complete.items() if (p / TRAINER_STATE).exists()]
-    return max(usable) if usable else None
+    return sorted(RunReader(run_dir).checkpoints().items(), reverse=True)
 
 
-def load_trainer_state(path: Path, optimizer, scheduler, generator: torch.Generator) -> int:
-    """Restore optimizer, scheduler and RNG state from a checkpoint dir; returns its step."""
-    state = torch.load(path / TRAINER_STATE, weights_only=False)
+def read_trainer_state(path: Path) -> dict:
+    """The trainer state of a checkpoint dir, read as data only (weights_only=True); CheckpointError if unusable."""
+    file = Path(path) / TRAINER_STATE
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise CheckpointError(f"{file}: missing") from None
+    except Exception as e:  # noqa: BLE001 - unpickling refusals and corrupt files come as many types
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if "weights_only" in str(e) or "Unsupported global" in str(e):
+            reason = "holds objects other than tensors and plain data (refused: loading it could run code)"
+        raise CheckpointError(f"{file}: cannot be read: {reason}") from None
+    if not isinstance(state, dict) or any(k not in state for k in _STATE_KEYS):
+        raise CheckpointError(f"{file}: not a trainer state (expected the keys {', '.join(_STATE_KEYS)})")
+    return state
+
+
+def load_trainer_state(state: dict, optimizer, scheduler, generator: torch.Generator) -> int:
+    """Restore optimizer, scheduler and RNG state from `read_trainer_state`'s dict; returns its step."""
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     generator.set_state(state["generator"])
     torch.set_rng_state(state["torch_rng"])
-    random.setstate(state["python_rng"])
+    random.setstate(_python_rng(state["python_rng"]))
     return int(state["step"])
+
+
+def _python_rng(value) -> tuple:
+    """random.getstate()'s (version, tuple of ints, gauss) back from the loaded containers."""
+    version, internal, gauss = value
+    return int(version), tuple(int(x) for x in internal), gauss
+
+
+class Restored:
+    """The checkpoint a resume starts from: its step, directory, model, tokenizer and trainer state."""
+
+    def __init__(self, step: int, path: Path, model, tokenizer, state: dict) -> None:
+        self.step, self.path, self.model, self.tokenizer, self.state = step, path, model, tokenizer, state
+
+
+def restore_latest(run_dir: Path, load_model: Callable, warn: Callable[[str], None]) -> Restored | None:
+    """The newest complete checkpoint whose trainer state and model both load; older ones on failure.
+
+    Each skipped checkpoint gets one warning line. None when the run has no complete checkpoint; CheckpointError
+    when it has some and none loads (starting over would overwrite the recorded steps).
+    """
+    found = complete_checkpoints(run_dir)
+    reasons = []
+    for step, path in found:
+        try:
+            state = read_trainer_state(path)
+            if int(state["step"]) != step:
+                raise CheckpointError(f"{path / TRAINER_STATE}: holds step {state['step']}, not {step}")
+            model, tokenizer = load_model(path)
+        except (CheckpointError, ValueError, OSError) as e:
+            reasons.append((step, " ".join(str(e).split())))
+            continue
+        for bad, why in reasons:  # only once one loads: when none does, the error alone says it all
+            warn(f"warning: checkpoint step {bad} unusable ({why}); falling back to step {step}")
+        return Restored(step, path, model, tokenizer, state)
+    if found:
+        raise CheckpointError(f"{run_dir}: none of its {len(found)} complete checkpoint(s) loads (newest: "
+                              f"{reasons[0][1]}); nothing was resumed or changed")
+    return None

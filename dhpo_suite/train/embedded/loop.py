@@ -130,12 +130,15 @@ def _extra(timer: _Timer, facts: dict, cfg: TrainConfig) -> dict:
             "throughput/update_tok_s": update_tokens / max(s.get("update", 1e-9), 1e-9)}
 
 
-def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress: bool = True) -> TrainResult:
-    """Run (or resume) one embedded training run; see the module docstring for the step."""
-    from dhpo_suite.grading import GraderPool
-    from dhpo_suite.runs import RunWriter
+def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress: bool = True,
+          explicit: frozenset[str] | None = None) -> TrainResult:
+    """Run (or resume) one embedded training run; see the module docstring for the step.
+
+    `explicit`: the config fields the user gave (resume: any that contradicts the stored run is an error);
+    None: those that differ from the defaults. Every check, and the run directory's one-writer lock, comes
+    before the model is loaded.
+    """
     from dhpo_suite.train.embedded import run_setup
-    from dhpo_suite.train.telemetry import TelemetryAccumulator, token_decoder
 
     from transformers.utils import logging as hf_logging
 
@@ -143,7 +146,19 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
     t_start = time.perf_counter()
     cfg = cfg.validate()
     torch.set_num_threads(cfg.threads)
-    run_dir, cfg = run_setup.prepare(cfg)
+    run_dir, cfg = run_setup.prepare(cfg, explicit)
+    with run_setup.writer_lock(run_dir, log):
+        done = run_setup.finish_if_done(cfg, run_dir, log)
+        return done or _train(cfg, run_dir, log, show_progress, t_start)
+
+
+def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_progress: bool,
+           t_start: float) -> TrainResult:
+    from dhpo_suite.grading import GraderPool
+    from dhpo_suite.runs import RunWriter
+    from dhpo_suite.train.embedded import run_setup
+    from dhpo_suite.train.telemetry import TelemetryAccumulator, token_decoder
+
     with GraderPool(workers=cfg.grader_workers, timeout=10.0) as pool:
         ctx, start, manifest, spec, heldout = run_setup.build(cfg, run_dir, pool, log)
         acc = TelemetryAccumulator(spec, decode=token_decoder(ctx.tokenizer))

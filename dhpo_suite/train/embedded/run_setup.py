@@ -12,41 +12,75 @@ import torch
 
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
 
-__all__ = ["build", "checkpoint", "prepare", "progress_bar", "resolve_model_dir", "resumed_config", "run_dir_for",
-           "sft_accuracy_fn", "stored_initial"]
+__all__ = ["build", "checkpoint", "finish_if_done", "prepare", "progress_bar", "resolve_model_dir", "resumed_config",
+           "run_dir_for", "sft_accuracy_fn", "stored_initial", "writer_lock"]
 
 # Fields that may differ when resuming (they do not change what the run computes).
 _RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every",
-                      "micro_batch", "chunk_tokens")
+                      "micro_batch", "chunk_tokens", "logger")
 
 
 def run_dir_for(cfg: TrainConfig) -> Path:
-    """The run directory: --out, or runs/<algo>-<task>-<UTC time>. A new run never reuses a directory."""
+    """The run directory: --out, or runs/<algo>-<task>-<UTC time>. A new run never reuses a directory
+    (an empty one is fine); --resume needs one that holds a run."""
+    from dhpo_suite.runs.lock import LOCK_FILE
+
     if cfg.out is not None:
         out = Path(cfg.out).expanduser()
     else:
         out = Path("runs") / f"{cfg.algo}-{cfg.task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    if out.exists() and not out.is_dir():
+        raise ConfigError("out", f"{out} is a file, not a run directory")
     if cfg.resume:
         if not (out / "manifest.json").is_file():
             raise ConfigError("resume", f"{out}: no run to resume (manifest.json missing)")
     elif (out / "manifest.json").exists():
         raise ConfigError("out", f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    elif out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()):
+        raise ConfigError("out", f"{out} exists and is not a run directory; a new run never reuses a directory "
+                                 f"(choose a new or empty --out)")
     return out
 
 
-def resumed_config(cfg: TrainConfig, stored: dict) -> TrainConfig:
+def writer_lock(run_dir: Path, log: Callable[[str], None]):
+    """The run directory's one-writer lock, taken (the directory created) before any model is loaded.
+
+    ConfigError("out") when the directory cannot be created or written, or another writer holds it.
+    """
+    from dhpo_suite.runs.lock import DirLock, LockHeld
+
+    lock = DirLock(run_dir)
+    try:
+        lock.acquire()
+    except LockHeld as e:
+        raise ConfigError("out", str(e)) from None
+    except OSError as e:
+        raise ConfigError("out", f"{e.filename or run_dir}: cannot write the run directory there "
+                                 f"({e.strerror or e})") from None
+    if lock.stale:
+        log(f"note: {run_dir}: taking over the lock of a writer that is gone (pid {lock.stale.get('pid')} on "
+            f"{lock.stale.get('host')})")
+    return lock
+
+
+def resumed_config(cfg: TrainConfig, stored: dict, explicit: set[str] | frozenset[str] | None = None) -> TrainConfig:
     """The stored config of the run, with the fields that may change on resume taken from `cfg`.
 
-    A field the user set (differs from the default) that contradicts the stored run is an error.
+    `explicit`: the fields the user gave (the CLI knows: typer's parameter source). Any of them that contradicts
+    the stored run is an error, even when it equals the default. None (the Python API): the fields that
+    differ from the default count as given.
     """
     default = TrainConfig()
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     base = TrainConfig(**{k: v for k, v in stored.items() if k in known})
-    for f in dataclasses.fields(TrainConfig):
-        mine, theirs = getattr(cfg, f.name), getattr(base, f.name)
-        if f.name not in _RESUME_MAY_CHANGE and mine != getattr(default, f.name) and mine != theirs:
-            raise ConfigError(f.name, f"the run being resumed used {theirs!r}; cannot change it to {mine!r}")
-    changes = {k: getattr(cfg, k) for k in _RESUME_MAY_CHANGE if getattr(cfg, k) != getattr(default, k)}
+    if explicit is None:
+        explicit = {k for k in known if getattr(cfg, k) != getattr(default, k)}
+    for name in sorted(set(explicit) & known - {"resume", "out"}):
+        mine, theirs = getattr(cfg, name), getattr(base, name)
+        if name not in _RESUME_MAY_CHANGE and mine != theirs:
+            raise ConfigError(name, f"the run being resumed used {theirs!r}; cannot change it to {mine!r} "
+                                    f"(drop the option, or start a new run)")
+    changes = {k: getattr(cfg, k) for k in _RESUME_MAY_CHANGE if k in explicit}
     return dataclasses.replace(base, **{**changes, "resume": True, "out": cfg.out}).validate()
 
 
@@ -67,9 +101,12 @@ def resolve_model_dir(cfg: TrainConfig, task, accuracy_fn, log: Callable[[str], 
         raise ConfigError("model", str(e)) from None
 
 
-def prepare(cfg: TrainConfig) -> tuple[Path, TrainConfig]:
-    """The run directory and the effective config (the stored one when resuming)."""
-    from dhpo_suite.runs import RunFormatError, read_manifest
+def prepare(cfg: TrainConfig, explicit: set[str] | frozenset[str] | None = None) -> tuple[Path, TrainConfig]:
+    """The run directory and the effective config (the stored one when resuming; see `resumed_config`).
+
+    Resuming with --steps below the steps the run already recorded is an error (they would be orphaned).
+    """
+    from dhpo_suite.runs import RunFormatError, RunReader, read_manifest
 
     run_dir = run_dir_for(cfg)
     if cfg.resume:
@@ -77,8 +114,51 @@ def prepare(cfg: TrainConfig) -> tuple[Path, TrainConfig]:
             stored = read_manifest(run_dir).config
         except RunFormatError as e:
             raise ConfigError("resume", str(e)) from None
-        cfg = resumed_config(cfg, stored)
+        cfg = resumed_config(cfg, stored, explicit)
+        recorded = max(RunReader(run_dir).steps(), default=0)
+        if cfg.steps < recorded:
+            raise ConfigError("steps", f"{cfg.steps} is fewer than the {recorded} steps {run_dir} has already "
+                                       f"recorded; give --steps {recorded} or more")
     return run_dir, cfg
+
+
+def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
+    """When resuming a run whose last complete checkpoint is its final step: nothing to train. Say so with the
+    run's recorded figures, mark it completed if a kill left it "running", and return its TrainResult;
+    otherwise None."""
+    from dhpo_suite.runs import RunReader, RunWriter, read_manifest
+    from dhpo_suite.train.embedded.loop import TrainResult
+
+    if not cfg.resume:
+        return None
+    from dhpo_suite.train.embedded.checkpoint import CheckpointError, read_trainer_state
+
+    reader = RunReader(run_dir)
+    last = max(reader.checkpoints(), default=0)
+    if last < cfg.steps:
+        return None
+    try:
+        read_trainer_state(reader.checkpoints()[last])
+    except CheckpointError:
+        return None  # the final checkpoint is damaged: resume falls back to an older one and redoes the rest
+    manifest = read_manifest(run_dir)
+    if manifest.status != "completed":
+        RunWriter(run_dir, manifest, resume=True).close("completed")
+    initial, final = stored_initial(run_dir), _stored_last(reader, "eval/heldout_reward")
+    log(f"{run_dir}: already finished at step {last} of {cfg.steps}; held-out reward {_fmt(initial)} -> "
+        f"{_fmt(final)} (give a larger --steps to train further)")
+    return TrainResult(run_dir, last, initial, final if final is not None else float("nan"), 0.0)
+
+
+def _stored_last(reader, column: str) -> float | None:
+    frame = reader.scalars()
+    if column not in frame or frame[column].dropna().empty:
+        return None
+    return float(frame[column].dropna().iloc[-1])
+
+
+def _fmt(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3f}"
 
 
 def _lr_lambda(warmup_steps: int):
@@ -112,20 +192,25 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):
     objective = get_objective(cfg.algo, **cfg.objective_hparams())
     heldout = task.make_problems(cfg.eval_prompts, seed=cfg.seed, split="test")
     accuracy = sft_accuracy_fn(cfg, task, pool)
-    last = ckpt.latest_checkpoint(run_dir) if cfg.resume else None
     if cfg.model == "tiny" and "solution" not in task.make_problems(1, seed=0)[0]:
         raise ConfigError("task", f"the tiny model's warm-start needs reference solutions; {cfg.task!r} has none "
                                   f"(use an arithmetic task, or --model smollm2-135m / a model directory)")
+    last = None
+    if cfg.resume:
+        try:
+            last = ckpt.restore_latest(run_dir, lambda p: load_model(p, safetensors_only=True), log)
+        except ckpt.CheckpointError as e:
+            raise ConfigError("resume", str(e)) from None
     base_dir = resolve_model_dir(cfg, task, accuracy, log)
-    model, tokenizer = load_model(last[1] if last else base_dir)
+    model, tokenizer = (last.model, last.tokenizer) if last else load_model(base_dir)
     torch.manual_seed(cfg.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.warmup_steps))
     generator = torch.Generator().manual_seed(cfg.seed)
     start = 1
     if last:
-        start = ckpt.load_trainer_state(last[1], optimizer, scheduler, generator) + 1
-        log(f"resuming from {last[1]} (step {start - 1})")
+        start = ckpt.load_trainer_state(last.state, optimizer, scheduler, generator) + 1
+        log(f"resuming from {last.path} (step {start - 1})")
     problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
     ctx = _Ctx(cfg, task, model, tokenizer, objective, optimizer, scheduler, generator, pool, problems, max_new,
                _Timer())

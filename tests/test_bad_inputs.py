@@ -1,0 +1,315 @@
+"""Bad input to every command, as a table: one line on stderr, the right exit code, no traceback, and every file
+already written left as it was. Each case runs the real CLI in-process (typer's runner) and fails before any
+model, engine or worker starts, so the whole table takes a few seconds.
+
+Covers the cases of issue 16 (fault injection as a new user would try it) and a few of our own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from typer.testing import CliRunner
+
+from dhpo_suite.cli import app
+from dhpo_suite.runs.lock import LOCK_FILE
+
+# ---- fixtures built by hand (no torch model anywhere) -------------------------------------------------------
+
+
+def _model_dir(path: Path, **config) -> Path:
+    """A directory that passes the file checks of a HF model dir (nothing here is ever loaded)."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(__import__("json").dumps({"model_type": "qwen3", **config}))
+    (path / "model.safetensors").write_bytes(b"\0" * 16)
+    (path / "tokenizer.json").write_text("{}")
+    return path
+
+
+class _RunsCode:
+    """Pickles as a call of os.system: loading it with a full unpickler runs `touch MARKER`."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def crafted_pickle(path: Path, marker: Path, step: int) -> Path:
+    """A trainer_state.pt with every expected key, one of which runs code when unpickled."""
+    import torch
+
+    torch.save({"step": step, "optimizer": _RunsCode(marker), "scheduler": {}, "generator": torch.zeros(1),
+                "torch_rng": torch.zeros(1), "python_rng": (3, (0,), None)}, path)
+    return path
+
+
+def train_run(path: Path, recorded: int = 6, stored_steps: int = 6, algo: str = "grpo",
+              checkpoints: dict[int, Callable[[Path], None]] | None = None) -> Path:
+    """A run directory as the embedded trainer leaves it: a manifest with the resolved config, `recorded` steps
+    of (synthetic) telemetry and the given complete checkpoints (each filled by its function)."""
+    from dhpo_suite.runs import Manifest, RunWriter
+    from dhpo_suite.runs.synthetic import synthetic_record
+    from dhpo_suite.train.embedded.config import TrainConfig
+
+    cfg = TrainConfig(algo=algo, steps=stored_steps, out=str(path))
+    manifest = Manifest(algorithm=algo, model="tiny", task="arithmetic", backend="embedded", config=cfg.to_dict())
+    with RunWriter(path, manifest, fsync=False) as w:
+        for s in range(1, recorded + 1):
+            w.write_step(synthetic_record(s, "grpo", s, prompts=2, group_size=2, max_len=8))
+        for s, fill in (checkpoints or {}).items():
+            fill(w.checkpoint_dir(s))
+            w.checkpoint_complete(s)
+    return path
+
+
+@pytest.fixture()
+def hold_lock():
+    """hold_lock(dir): another process takes `dir`'s writer lock and keeps it until the test ends."""
+    procs = []
+
+    def hold(directory: Path) -> subprocess.Popen:
+        code = ("import sys, time\nfrom dhpo_suite.runs.lock import DirLock\nDirLock(sys.argv[1]).acquire()\n"
+                "print('held', flush=True)\ntime.sleep(120)\n")
+        proc = subprocess.Popen([sys.executable, "-c", code, str(directory)], stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "held"
+        return proc
+
+    yield hold
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+@pytest.fixture()
+def busy_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+# ---- the table -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    setup: Callable  # (tmp_path, fixtures) -> argv after `dhpo-suite`
+    code: int
+    expect: str  # a piece of the one line on stderr
+
+
+def _eval(tmp: Path, *extra: str) -> list[str]:
+    return ["eval", "--bench", "arith", "--model", str(_model_dir(tmp / "m")), "--out", str(tmp / "res"), *extra]
+
+
+def _custom_tokenizer(path: Path) -> Path:
+    _model_dir(path)
+    (path / "tokenizer_config.json").write_text('{"auto_map": {"AutoTokenizer": ["tok.T", null]}}')
+    return path
+
+
+def _file(tmp: Path) -> Path:
+    (tmp / "a-file").write_text("keep me\n")
+    return tmp / "a-file"
+
+
+def _not_a_run(tmp: Path) -> Path:
+    (tmp / "notes").mkdir()
+    (tmp / "notes" / "paper.md").write_text("my notes\n")
+    return tmp / "notes"
+
+
+def _eval_results(tmp: Path) -> Path:
+    res = tmp / "res"
+    res.mkdir()
+    (res / "arith.samples.jsonl").write_text('{"problem_id": "p", "sample": 0}\n')
+    return res
+
+
+CASES = [
+    # -- train: options (validated before the run directory, the grader and the model)
+    Case("train-steps-0", lambda t, f: ["train", "--steps", "0"], 2, "--steps: must be an integer >= 1, got 0"),
+    Case("train-steps-not-int", lambda t, f: ["train", "--steps", "x"], 2, "Invalid value for '--steps'"),
+    Case("train-unknown-algo", lambda t, f: ["train", "--algo", "ppo"], 2, "--algo: 'ppo' is not one of"),
+    Case("train-temperature-0", lambda t, f: ["train", "--temperature", "0"], 2, "--temperature: must be > 0"),
+    Case("train-unknown-option", lambda t, f: ["train", "--bogus"], 2, "unknown option(s) for the embedded"),
+    Case("unknown-command", lambda t, f: ["trian"], 2, "No such command 'trian'"),
+    # -- train: paths
+    Case("train-out-is-a-file", lambda t, f: ["train", "--out", str(_file(t))], 2, "is a file, not a run directory"),
+    Case("train-out-under-a-file", lambda t, f: ["train", "--out", str(_file(t) / "run")], 2,
+         "cannot write the run directory there (Not a directory)"),
+    Case("train-out-not-a-run", lambda t, f: ["train", "--out", str(_not_a_run(t))], 2,
+         "exists and is not a run directory"),
+    Case("train-out-holds-a-run", lambda t, f: ["train", "--out", str(train_run(t / "run"))], 2,
+         "already holds a run; pass --resume"),
+    Case("train-resume-no-run", lambda t, f: ["train", "--resume", "--out", str(_not_a_run(t))], 2,
+         "no run to resume (manifest.json missing)"),
+    # -- train: models that ask to run their own code are refused (never a prompt)
+    Case("train-model-custom-code", lambda t, f: ["train", "--model", str(_model_dir(
+        t / "m", auto_map={"AutoModelForCausalLM": "modeling_x.X"}))], 2, "'auto_map' asks to run the model's own"),
+    Case("train-tokenizer-custom-code", lambda t, f: ["train", "--model", str(_custom_tokenizer(t / "m"))], 2,
+         "tokenizer_config.json: 'auto_map' asks to run the model's own Python code"),
+    # -- train --resume semantics
+    Case("resume-fewer-steps", lambda t, f: ["train", "--resume", "--out", str(train_run(t / "run")),
+                                             "--steps", "3"], 2, "--steps: 3 is fewer than the 6 steps"),
+    Case("resume-explicit-default-differs", lambda t, f: ["train", "--resume", "--out", str(train_run(t / "run")),
+                                                          "--algo", "dhpo-e"], 2,
+         "--algo: the run being resumed used 'grpo'; cannot change it to 'dhpo-e'"),
+    Case("resume-explicit-lr-differs", lambda t, f: ["train", "--resume", "--out", str(train_run(t / "run")),
+                                                     "--lr", "1e-3"], 2,
+         "--lr: the run being resumed used 0.0001; cannot change it to 0.001"),
+    Case("resume-crafted-pickle", lambda t, f: ["train", "--resume", "--out", str(train_run(
+        t / "run", recorded=4, stored_steps=8, checkpoints={4: lambda d: crafted_pickle(
+            d / "trainer_state.pt", t / "PWNED", 4)}))], 2,
+         "holds objects other than tensors and plain data (refused: loading it could run code)"),
+    Case("resume-second-writer", lambda t, f: ["train", "--resume", "--out", str(
+        _held(f, train_run(t / "run", recorded=2, stored_steps=8)))], 2, "another writer is using it (pid"),
+    # -- eval: options (before the engine)
+    *[Case(f"eval{a.replace(' ', '')}", (lambda a: lambda t, f: _eval(t, *a.split()))(a), 2, msg) for a, msg in [
+        ("--limit -5", "--limit: must be an integer >= 1, got -5"),
+        ("--limit 0", "--limit: must be an integer >= 1, got 0"),
+        ("--samples 0", "--samples: must be an integer >= 1, got 0"),
+        ("--batch-size 0", "--batch-size: must be an integer >= 1, got 0"),
+        ("--temperature -1", "--temperature: must be from 0 (greedy) to 100, got -1.0"),
+        ("--max-new-tokens 0", "--max-new-tokens: must be an integer >= 1, got 0"),
+        ("--top-p 1.5", "--top-p: must be in (0, 1], got 1.5"),
+        ("--tp 0", "--tp: must be an integer >= 1, got 0"),
+        ("--grader-timeout 0", "--grader-timeout: must be in (0, 86400], got 0.0"),
+        ("--template /no/such/template.txt", "--template: '/no/such/template.txt' is neither"),
+    ]],
+    Case("eval-steps-garbage", lambda t, f: ["eval", "--run", str(t), "--steps", "ten"], 2,
+         "--steps: all, last, or a comma list"),
+    Case("eval-out-under-a-file", lambda t, f: _eval(t)[:-1] + [str(_file(t) / "res")], 2,
+         "cannot write results there (Not a directory)"),
+    Case("eval-out-is-a-file", lambda t, f: _eval(t)[:-1] + [str(_file(t))], 2, "is a file, not a results"),
+    Case("eval-second-writer", lambda t, f: (_held(f, _eval_results(t)), _eval(t, "--resume"))[1], 2,
+         "another writer is using it (pid"),
+    # -- dashboard
+    Case("dashboard-port-70000", lambda t, f: ["dashboard", str(t), "--port", "70000"], 2,
+         "--port: must be an integer from 1 to 65535, got 70000"),
+    Case("dashboard-address-999", lambda t, f: ["dashboard", str(t), "--address", "999.1.1.1"], 2,
+         "--address: '999.1.1.1' is not an IP address"),
+    Case("dashboard-port-in-use", lambda t, f: ["dashboard", str(t), "--address", "127.0.0.1", "--port",
+                                                str(f["port"])], 2, "is already in use"),
+]
+
+
+def _held(fixtures: dict, directory: Path) -> Path:
+    fixtures["hold"](directory)
+    return directory
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != LOCK_FILE}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_bad_input_gets_one_line_and_loses_nothing(case, tmp_path, hold_lock, busy_port, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a default run directory (runs/...) would land here
+    monkeypatch.setenv("DHPO_SUITE_CACHE", str(tmp_path / "cache"))  # no case may build the tiny model
+    work = tmp_path / "w"
+    work.mkdir()
+    argv = case.setup(work, {"hold": hold_lock, "port": busy_port})
+    before = _snapshot(work)
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(app, argv)
+    took = time.perf_counter() - t0
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.exit_code == case.code, (res.stderr, res.exception)
+    assert len(lines) == 1 and "Traceback" not in res.output, res.stderr
+    assert case.expect in lines[0], lines[0]
+    after = _snapshot(work)
+    assert {k: after.get(k) for k in before} == before  # nothing already written was lost or changed
+    assert not (work / "PWNED").exists()  # the crafted pickle ran no code
+    assert not (tmp_path / "cache").exists(), "a model was built: the check came after heavy work"
+    assert took < 30, f"{took:.1f} s: the check came after heavy work"
+
+
+def test_the_crafted_pickle_would_run_code_with_a_full_unpickler(tmp_path):
+    """The table's crafted pickle is a real threat: torch.load(weights_only=False) runs it; the trainer's reader
+    refuses it."""
+    import torch
+
+    from dhpo_suite.train.embedded.checkpoint import CheckpointError, read_trainer_state
+
+    crafted_pickle(tmp_path / "trainer_state.pt", tmp_path / "PWNED", 4)
+    with pytest.raises(CheckpointError, match="refused"):
+        read_trainer_state(tmp_path)
+    assert not (tmp_path / "PWNED").exists()
+    torch.load(tmp_path / "trainer_state.pt", weights_only=False)  # the unsafe way the trainer used to read it
+    assert (tmp_path / "PWNED").exists()
+
+
+def test_resume_with_the_stored_values_given_explicitly_is_accepted(tmp_path, monkeypatch):
+    """Explicit options equal to the stored run pass the check (the run then says it is finished)."""
+    monkeypatch.setenv("DHPO_SUITE_CACHE", str(tmp_path / "cache"))
+    run = train_run(tmp_path / "run", checkpoints={6: lambda d: _state(d, 6)})
+    res = CliRunner().invoke(app, ["train", "--resume", "--out", str(run), "--algo", "grpo", "--steps", "6",
+                                   "--seed", "0", "--threads", "2"])
+    assert res.exit_code == 0, res.stderr
+    assert "already finished at step 6 of 6" in res.stderr
+
+
+def _state(directory: Path, step: int) -> None:
+    """A trainer state with plain data only (what save_checkpoint writes, minus a real optimizer)."""
+    import random
+
+    import torch
+
+    torch.save({"step": step, "optimizer": {}, "scheduler": {}, "generator": torch.Generator().get_state(),
+                "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()}, directory / "trainer_state.pt")
+
+
+def test_unexpected_errors_are_one_line_unless_debug(monkeypatch):
+    """Any exception a command does not handle: one line and exit 1; --debug or DHPO_DEBUG=1 lets it through."""
+    import typer
+
+    from dhpo_suite.cli import _OneLineErrors
+
+    demo = typer.Typer(cls=_OneLineErrors)
+
+    @demo.command()
+    def boom() -> None:
+        raise RuntimeError("engine died\nwith a long log after it")
+
+    @demo.command()
+    def other() -> None:  # a second command: a group, like dhpo-suite
+        pass
+
+    monkeypatch.delenv("DHPO_DEBUG", raising=False)
+    res = CliRunner().invoke(demo, ["boom"])
+    assert res.exit_code == 1
+    assert res.stderr.strip() == ("error: RuntimeError: engine died (run with --debug or DHPO_DEBUG=1 for the "
+                                  "traceback)")
+    monkeypatch.setenv("DHPO_DEBUG", "1")
+    res = CliRunner().invoke(demo, ["boom"])
+    assert isinstance(res.exception, RuntimeError)  # propagates: Python prints the traceback
+
+
+def test_debug_flag_sets_the_switch(monkeypatch):
+    monkeypatch.delenv("DHPO_DEBUG", raising=False)
+    res = CliRunner().invoke(app, ["--debug", "train", "--steps", "0"])
+    assert res.exit_code == 2 and os.environ.get("DHPO_DEBUG") == "1"
+
+
+def test_the_installed_command_prints_one_line(tmp_path):
+    """The real entry point in a fresh interpreter (what a user's shell runs)."""
+    out = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arith", "--model",
+                          str(_model_dir(tmp_path / "m")), "--limit", "-5"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["error: --limit: must be an integer >= 1, got -5"]
