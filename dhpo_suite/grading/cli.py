@@ -8,8 +8,6 @@ from pathlib import Path
 
 import typer
 
-from dhpo_suite.jsonl import iter_jsonl
-
 __all__ = ["read_rows", "register"]
 
 
@@ -19,7 +17,8 @@ class RowError(ValueError):
 
 def register(app: typer.Typer) -> None:
     @app.command(help="Grade a JSONL file: rows with `response` and `answer` (optional `answer_alt`, "
-                      "`bench`). Writes each row plus extracted, correct, grader_status, grader_reason.")
+                      "`bench`). Writes each row plus extracted, correct, grader_status, grader_reason, "
+                      "answer_source.")
     def grade(
         file: Path = typer.Argument(..., help="JSONL input, one object per line."),
         out: Path = typer.Option(None, "--out", "-o", help="Output JSONL (default: FILE.graded.jsonl)."),
@@ -44,10 +43,30 @@ def read_rows(path: Path) -> list[dict]:
     `answer_alt` (str or list of str) and `bench` (str). Blank lines are skipped."""
     if not path.is_file():
         raise RowError(f"{path}: no such file")
-    rows = [_check_row(row, f"{path}:{number}") for number, row in iter_jsonl(path, RowError)]
+    rows = [_check_row(row, f"{path}:{number}") for number, row in _iter_rows(path)]
     if not rows:
         raise RowError(f"{path}: no rows")
     return rows
+
+
+def _iter_rows(path: Path):
+    """(line number, row) of each non-blank line. Bytes that are not UTF-8 inside a string become lone
+    surrogates (`surrogateescape`), so such a row is still graded; anything that is not a JSON
+    object (a binary file, another encoding) is one RowError naming the file and line."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            line = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff").rstrip("\r\n")
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise RowError(f"{path}:{number}: invalid JSON ({err.msg} at column {err.colno})") from None
+            except RecursionError:
+                raise RowError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
+            if not isinstance(row, dict):
+                raise RowError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+            yield number, row
 
 
 def _check_row(row: dict, where: str) -> dict:
@@ -87,19 +106,36 @@ def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: floa
 
 
 def _write(target: Path, rows: list[dict], verdicts) -> None:
-    """Atomic write: a crash never leaves a half-written output."""
+    """Atomic write: a crash never leaves a half-written output, nor its temporary file."""
     temp = target.with_name(target.name + ".tmp")
-    with temp.open("w", encoding="utf-8") as handle:
-        for row, verdict in zip(rows, verdicts, strict=True):
-            record = {**row, "extracted": verdict.extracted, "correct": verdict.correct,
-                      "grader_status": verdict.status, "grader_reason": verdict.reason}
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(temp, target)
+    try:
+        with temp.open("w", encoding="utf-8") as handle:
+            for row, verdict in zip(rows, verdicts, strict=True):
+                record = {**row, "extracted": verdict.extracted, "correct": verdict.correct,
+                          "grader_status": verdict.status, "grader_reason": verdict.reason,
+                          "answer_source": verdict.answer_source}
+                handle.write(_dumps(record) + "\n")
+        os.replace(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _dumps(record: dict) -> str:
+    """One JSON line; a record holding lone surrogates (invalid UTF-8 read in, or `"\\udcff"` in the
+    input) is written with `\\u` escapes, which any JSON reader reads back as the same string."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record, ensure_ascii=True)
+    return text
 
 
 def _summary(verdicts, target: Path) -> None:
     total = len(verdicts)
     correct = sum(v.correct for v in verdicts)
     counts = {s: sum(v.status == s for v in verdicts) for s in ("no_answer", "timeout", "error")}
+    fallback = sum(v.answer_source == "fallback" for v in verdicts)
     typer.echo(f"accuracy {correct / total:.4f} ({correct}/{total}); timeouts {counts['timeout']}; "
-               f"no answer {counts['no_answer']}; errors {counts['error']}; wrote {target}")
+               f"no answer {counts['no_answer']}; errors {counts['error']}; unmarked answers (fallback) "
+               f"{fallback} ({fallback / total:.1%}); wrote {target}")

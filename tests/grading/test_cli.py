@@ -71,3 +71,39 @@ def test_grade_cli_bad_input(tmp_path, lines, message):
 def test_grade_cli_missing_file(tmp_path):
     out = _grade(tmp_path / "nope.jsonl")
     assert out.exit_code == 2 and "nope.jsonl: no such file" in out.stderr_text
+
+
+def test_grade_cli_odd_unicode_and_invalid_utf8_each_get_a_verdict(tmp_path):
+    """Lone surrogates, NUL, bidi marks and bytes that are not UTF-8: every row is graded and written."""
+    lines = [
+        json.dumps({"id": "surrogate", "response": "\\boxed{7} \udcff", "answer": "7"}),
+        json.dumps({"id": "nul", "response": "\x00 so \\boxed{3}\x00", "answer": "3"}),
+        json.dumps({"id": "bidi", "response": "\u202e\\boxed{12}\u202c \u200f", "answer": "12"}),
+        json.dumps({"id": "gold-surrogate", "response": "\\boxed{5}", "answer": "5\ud800"}),
+        json.dumps({"id": "only-surrogates", "response": "\udcff\ud800", "answer": "1"}),
+    ]
+    raw = "\n".join(lines).encode("utf-8") + b'\n{"id": "bad-utf8", "response": "\\\\boxed{9} \xff\xfe", "answer": "9"}\n'
+    src = tmp_path / "odd.jsonl"
+    src.write_bytes(raw)
+    out = _grade(src, "--workers", "1")
+    assert out.exit_code == 0, out.stderr_text
+    graded = [json.loads(line) for line in (tmp_path / "odd.graded.jsonl").open(encoding="utf-8")]
+    assert [g["id"] for g in graded] == ["surrogate", "nul", "bidi", "gold-surrogate", "only-surrogates",
+                                        "bad-utf8"]
+    assert all(g["grader_status"] in ("ok", "no_answer") and g["grader_reason"] for g in graded)
+    assert [g["correct"] for g in graded] == [True, True, True, False, False, True]
+    assert graded[0]["response"].endswith("\udcff")  # the input string is kept, escaped as \udcff
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize(("content", "line"), [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 1),
+    ('{"response": "1", "answer": "1"}\n'.encode() + "\u00e9t\u00e9".encode("utf-16"), 2),
+])
+def test_grade_cli_not_jsonl_is_one_error_naming_file_and_line(tmp_path, content, line):
+    src = tmp_path / "bin.jsonl"
+    src.write_bytes(content)
+    out = _grade(src)
+    assert out.exit_code == 2
+    assert f"bin.jsonl:{line}: invalid JSON" in out.stderr_text
+    assert "Traceback" not in out.stderr_text + out.stdout_text
