@@ -10,13 +10,28 @@ import torch
 
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
 
-__all__ = ["grade_rewards", "heldout_reward"]
+__all__ = ["grade_rewards", "heldout_reward", "reward_of", "unmarked_share"]
 
 
-def grade_rewards(pool, texts: list[str], golds: list[str], bench: str | None = None) -> tuple[torch.Tensor, list]:
-    """(N,) float32 rewards and the N grader verdicts, in order."""
+def reward_of(verdict, unmarked: float = 1.0) -> float:
+    """1.0 for a correct answer, `unmarked` for a correct answer found only by the grader's no-marker
+    fallback (answer_source "fallback": no \\boxed{} and no answer line), else 0.0. `unmarked=0`
+    pays only answers the policy marked, so it cannot be rewarded for a stray last number."""
+    if not verdict.correct:
+        return 0.0
+    return unmarked if verdict.answer_source == "fallback" else 1.0
+
+
+def unmarked_share(verdicts) -> float:
+    """Fraction of verdicts whose answer came from the no-marker fallback (telemetry)."""
+    return sum(v.answer_source == "fallback" for v in verdicts) / max(len(verdicts), 1)
+
+
+def grade_rewards(pool, texts: list[str], golds: list[str], bench: str | None = None, *,
+                  unmarked: float = 1.0) -> tuple[torch.Tensor, list]:
+    """(N,) float32 rewards (`reward_of` each verdict) and the N grader verdicts, in order."""
     verdicts = pool.grade_many([(t, g, bench) for t, g in zip(texts, golds)])
-    return torch.tensor([1.0 if v.correct else 0.0 for v in verdicts]), verdicts
+    return torch.tensor([reward_of(v, unmarked) for v in verdicts]), verdicts
 
 
 def heldout_reward(model, tokenizer, task, problems: list[dict], pool, *, max_new_tokens: int,
