@@ -13,7 +13,8 @@ import streamlit as st
 
 from dhpo_suite.dashboard import data
 
-__all__ = ["Context", "context", "step_controls", "show_problems", "is_stale", "RUNS_DIR_ENV", "STALE_AFTER_S"]
+__all__ = ["Context", "context", "step_controls", "step_picker", "show_problems", "is_stale", "url_param",
+           "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S"]
 
 RUNS_DIR_ENV = "DHPO_RUNS_DIR"
 REFRESH_S = 5.0
@@ -35,9 +36,48 @@ class Context:
     def path(self, run: str) -> str:
         return str(self.table.at[run, "path"])
 
+    @property
+    def colors(self) -> dict[str, str]:
+        """One colour per run of the directory (not of the selection): a run keeps its colour on every page and
+        whatever else is selected."""
+        from dhpo_suite.dashboard.figures.curves import run_colors
+
+        return run_colors(list(self.table.index))
+
 
 def _persist() -> None:
     st.session_state["selected_runs"] = st.session_state["_selected_runs"]
+
+
+def url_param(name: str) -> str | None:
+    """A query parameter of the page's URL (shared views: ?runs=a,b&run=a&step=150&branch=mixed)."""
+    value = st.query_params.get(name)
+    return value if value else None
+
+
+def set_url(**params) -> None:
+    """Write the view's state into the URL (None removes a parameter); unchanged values are not rewritten."""
+    for name, value in params.items():
+        text = None if value is None else (",".join(value) if isinstance(value, (list, tuple)) else str(value))
+        if text is None or text == "":
+            if name in st.query_params:
+                del st.query_params[name]
+        elif st.query_params.get(name) != text:
+            st.query_params[name] = text
+
+
+def _runs_signature(root: str) -> tuple:
+    """The runs under `root` with their status: a change (a new run, a run that ended) redraws the whole page."""
+    return tuple((str(s.path), None if s.manifest is None else s.manifest.status) for s in data.list_runs(root))
+
+
+def _watch(root: str, seen: tuple) -> None:
+    @st.fragment(run_every=REFRESH_S)
+    def watch() -> None:
+        if _runs_signature(root) != seen:
+            st.rerun(scope="app")
+
+    watch()
 
 
 def context() -> Context:
@@ -53,12 +93,16 @@ def context() -> Context:
         st.stop()
     runs = list(table.index)
     valid = [r for r in runs if table.at[r, "status"] != "invalid"]
+    from_url = url_param("runs")
+    if "selected_runs" not in st.session_state and from_url:  # a shared link: its runs, not the default
+        st.session_state["selected_runs"] = [r for r in from_url.split(",") if r in runs]
     default = [r for r in st.session_state.get("selected_runs", valid[:_MAX_DEFAULT]) if r in runs]
     # The widget's own key is dropped when a page without it runs; the plain key survives page switches.
     st.session_state["_selected_runs"] = default
     selected = st.sidebar.multiselect("Runs to compare", runs, key="_selected_runs", on_change=_persist,
                                       help=f"Runs under {root}")
     st.session_state["selected_runs"] = selected
+    set_url(runs=selected)
     for run in [r for r in selected if table.at[r, "status"] == "invalid"]:
         st.warning(f"Run {run} cannot be opened: {table.at[run, 'problems'][0]}", icon="⚠️")
     selected = [r for r in selected if table.at[r, "status"] != "invalid"]
@@ -68,6 +112,9 @@ def context() -> Context:
     if running:
         st.sidebar.caption(f"Live: {', '.join(running)} " + (f"(every {REFRESH_S:g} s)" if live else "(paused)"))
     st.sidebar.caption(f"Runs directory: `{root}`")
+    if st.session_state.get("auto_refresh", True):
+        with st.sidebar:
+            _watch(root, _runs_signature(root))
     return Context(root, table, selected, refresh)
 
 
@@ -87,6 +134,31 @@ def step_controls(max_step: int, key: str, smoothing: bool = True) -> tuple[tupl
                          help="Exponential moving average weight (0: raw values)") if smoothing else 0.0
     # A range that reaches the last step follows new steps of a live run.
     return (lo, 10**12 if hi == max_step else hi), alpha
+
+
+def _sync(src: str, dst: str) -> None:
+    st.session_state[dst] = st.session_state[src]
+
+
+def step_picker(steps: list[int], key: str, label: str = "Step") -> int:
+    """A committed step, chosen by typing its number or with a slider (kept in sync, and in the URL as `step`).
+    A typed step that was not logged snaps to the nearest logged one."""
+    if not steps:
+        raise ValueError("step_picker needs at least one step")
+    box, slide = f"{key}_box", f"{key}_slider"
+    wanted = st.session_state.get(box)
+    if wanted is None:
+        from_url = url_param("step")
+        wanted = int(from_url) if from_url and from_url.lstrip("-").isdigit() else steps[-1]
+    step = min(steps, key=lambda s: (abs(s - int(wanted)), s))
+    st.session_state[box] = st.session_state[slide] = step
+    left, right = st.columns([1, 4])
+    left.number_input(label, min_value=steps[0], max_value=steps[-1], step=1, key=box,
+                      on_change=_sync, args=(box, slide), help="Type a step number (Enter), or use the slider")
+    right.select_slider(f"{label} (slider)", steps, key=slide, on_change=_sync, args=(slide, box),
+                        label_visibility="hidden")
+    set_url(step=step)
+    return step
 
 
 def show_problems(problems: list[str], what: str = "files") -> None:

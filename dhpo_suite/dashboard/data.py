@@ -20,7 +20,7 @@ from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
-__all__ = ["mtime", "run_version", "runs_table", "scalars", "histogram", "histograms", "outliers", "samples",
+__all__ = ["mtime", "run_version", "runs_table", "list_runs", "scalars", "histogram", "histograms", "outliers", "samples",
            "trust_bounds", "edge_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
@@ -56,7 +56,8 @@ def _run_facts(run_dir: str, version: tuple[int, int]) -> dict:
         "name": m.name or Path(run_dir).name, "algorithm": m.algorithm, "status": m.status,
         "clip": hp.get("clip", "branch" if m.algorithm.startswith("dhpo") else "—"),
         "mixing": hp.get("mixing", {"dhpo-a": "avg", "dhpo-e": "entropy"}.get(m.algorithm, "—")),
-        "model": m.model, "task": m.task, "backend": m.backend, "seed": m.seed,
+        "eps_low": hp.get("eps_low"), "eps_high": hp.get("eps_high"), "lr": hp.get("lr"),
+        "group_size": hp.get("group_size"), "model": m.model, "task": m.task, "backend": m.backend, "seed": m.seed,
         "steps": len(sc), "last_step": int(sc["step"].max()) if len(sc) else None,
         "last_update": float(sc["time"].max()) if len(sc) and "time" in sc else None,
         "checkpoints": len(reader.checkpoints()), "evals": len(er.list_checkpoint_evals(run_dir)),
@@ -74,7 +75,7 @@ def runs_table(root: str) -> pd.DataFrame:
         if summary.manifest is None:
             facts = {"name": summary.name, "status": "invalid", "problems": [summary.problem]}
         rows[key] = {"path": str(summary.path), **facts}
-    cols = ["name", "algorithm", "clip", "mixing", "model", "steps", "last_step", "status", "checkpoints", "evals",
+    cols = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "model", "steps", "last_step", "status", "checkpoints", "evals",
             "task", "backend", "seed", "started_at", "last_update", "error", "problems", "path"]
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=cols)
     table.index.name = "run"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PageSpec", "PAGES", "PAGE_DIR"]
+__all__ = ["PageSpec", "PAGES", "PAGE_DIR", "QUESTIONS"]
 
 PAGE_DIR = Path(__file__).with_name("pages")
 
@@ -22,8 +22,17 @@ class PageSpec:
 
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("runs.py", "Runs", ":material/table_rows:", "runs in the directory with manifest facts; pick runs to compare"),
-    PageSpec("dynamics.py", "Dynamics", ":material/show_chart:", "training curves overlaid across runs"),
-    PageSpec("collapse.py", "Entropy collapse", ":material/trending_down:", "collapse detector, group outcomes, entropy percentiles"),
-    PageSpec("outliers.py", "Branch outliers", ":material/scatter_plot:", "log-ratio heatmaps, top outlier tokens, rollout viewer"),
+    PageSpec("dynamics.py", "Dynamics", ":material/show_chart:", "any logged metric overlaid across runs, log scale"),
+    PageSpec("collapse.py", "Entropy collapse", ":material/trending_down:", "collapse verdict; entropy, length, clip, KL, groups on one axis; a clicked step's tokens"),
+    PageSpec("outliers.py", "Clipping and outliers", ":material/scatter_plot:", "clip per branch, log-ratio heatmaps, tokens that bind most, outlier responses"),
+    PageSpec("rollouts.py", "Responses", ":material/article:", "a step's responses with prompt and gold answer, tokens coloured"),
     PageSpec("evaluation.py", "Evaluation", ":material/school:", "Table-1 pivot, accuracy vs step, per-problem drill-down"),
 )
+
+QUESTIONS: tuple[tuple[str, str], ...] = (
+    ("Did it collapse, when, why?", "collapse.py"),
+    ("Which branch's clip binds, on which tokens?", "outliers.py"),
+    ("How do the runs compare?", "dynamics.py"),
+    ("What did the model write at step N?", "rollouts.py"),
+)
+"""The researcher's questions, each linked from the Runs page to the page that answers it."""

@@ -73,10 +73,16 @@ def _outliers(step: int, branches: tuple[str, ...]) -> list[dict]:
             for b in branches for k in range(3)]
 
 
+def sample_advantage(step: int, r: int) -> float:
+    """Advantage of sampled response r at `step`: differs from step to step, so a stale label shows."""
+    return round((1.0 - 2 * ((r + step) % 2)) * (1 + step / 100), 2)
+
+
 def _samples(step: int, mixed: bool) -> list[dict]:
     texts = ["The", " answer", " is", " \\boxed{", "4", "}"]
     n = len(texts)
-    return [dict(response_id=r, epoch=0, reward=float(r % 2), advantage=1.0 - 2 * (r % 2), length=n,
+    return [dict(response_id=10 * step + r, epoch=0, reward=float((r + step) % 2 == 0),
+                 advantage=sample_advantage(step, r), length=n,
                  token_id=list(range(n)), token_text=texts, log_prob=[-0.5] * n, old_log_prob=[-0.4] * n,
                  entropy=[0.1, 0.2, 1.5, 0.05, 2.0, 0.01], w=[0.5] * n if mixed else None,
                  token_ratio=[0.7, 1.0, 1.1, 1.5, 0.95, 1.0], seq_ratio=[1.0002] * n,

@@ -19,7 +19,8 @@ def cispo_run(tmp_path_factory):
 
 
 def test_trust_bounds_come_from_the_run_and_keep_an_open_side_open(cispo_run):
-    assert data.trust_bounds(cispo_run, 2, "token", {}) == (None, pytest.approx(1.28))
+    # CISPO (guide, Appendix D): ε_low 10 (no lower bound), ε_high 0.2.
+    assert data.trust_bounds(cispo_run, 2, "token", {}) == (None, pytest.approx(1.2))
 
 
 def test_trust_bounds_of_older_runs_fall_back_to_the_bin_edges(runs_root):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from tests.dashboard.dash_helpers import figure, figures, no_errors, open_page, texts, trace
-from tests.dashboard.fixture_runs import entropy_at
+from tests.dashboard.fixture_runs import entropy_at, sample_advantage
 
 from dhpo_suite.dashboard.registry import PAGES
 
@@ -42,10 +42,21 @@ def check_collapse(at, root):
     verdicts = at.dataframe[0].value
     assert verdicts.loc["dhpo-e", "collapse step"] == 18
     assert pd.isna(verdicts.loc["grpo", "collapse step"]) and pd.isna(verdicts.loc["live", "collapse step"])
-    det = figure(at, "Collapse detector")
-    assert {s["x0"] for s in det["layout"]["shapes"]} == {18}
-    groups = figure(at, "Groups without signal")
-    assert len(trace(groups, "grpo · all correct")["y"]) == 30
+    why = figure(at, "Collapse: when and why")
+    assert {s["x0"] for s in why["layout"]["shapes"]} == {18}  # the detected step, marked across the rows
+    by_metric = {(t["name"], t["meta"]): t for t in why["data"]}
+    # One shared step axis: entropy, length, clip per branch, KL, all-correct/all-wrong groups.
+    assert {m for _, m in by_metric} == {"entropy/mean", "length/mean", "clip/token/binding", "clip/sequence/binding",
+                                         "clip/mixed/binding", "kl/k3", "groups/all_correct_frac",
+                                         "groups/all_wrong_frac"}
+    assert list(by_metric[("dhpo-e", "entropy/mean")]["y"]) == pytest.approx([entropy_at(s, 18) for s in range(30)])
+    assert list(by_metric[("grpo", "clip/token/binding")]["y"]) == pytest.approx([0.015 * (1 + s / 30) for s in range(30)])
+    assert ("grpo", "clip/mixed/binding") not in by_metric  # grpo has no mixed branch
+    axes = [k for k in why["layout"] if k.startswith("yaxis")]
+    assert len(axes) == 5 and all(why["layout"][a].get("matches", "x") for a in axes)
+    assert why["layout"]["yaxis3"]["tickformat"].endswith("%")
+    # The step view below: outlier tokens and responses of the step (last one by default).
+    assert at.number_input(key="collapse_step_box").value == 29
     pct = figure(at, "Entropy percentiles · dhpo-e")
     assert trace(pct, "p50 (median)")["y"][-1] == pytest.approx(0.04)
     split = figure(at, "Token entropy at step 29")
@@ -58,22 +69,46 @@ def check_outliers(at, root):
     z = np.asarray(heat["data"][0]["z"], float)
     assert z.shape[1] == 30 and np.nansum(10 ** z, axis=0) == pytest.approx(np.ones(30))
     assert sorted(s["y0"] for s in heat["layout"]["shapes"]) == pytest.approx([np.log(0.8), np.log(1.28)])
-    table = at.dataframe[0].value
+    clip = figure(at, "Clip fractions per branch")
+    names = {t["name"] for t in clip["data"]}
+    # dhpo-e clips per branch (eq. 11): its mixed row is relabelled, not shown as "outside"/"binding".
+    assert {"dhpo-e · outside", "dhpo-e · binding", "dhpo-e · m outside token ε (reference)",
+            "dhpo-e · surrogate clipped"} <= names
+    assert clip["layout"]["yaxis"]["tickformat"].endswith("%")
+    summary = at.dataframe[0].value  # the run's tokens that bind most (over the sampled steps)
+    assert list(summary.columns) == ["token", "count", "share of binding outliers", "branches", "mean ratio",
+                                     "mean advantage"]
+    assert len(summary) > 0 and summary["count"].is_monotonic_decreasing
+    table = at.dataframe[1].value
     assert "left ⟦tok29_token_0⟧ right" in set(table["context"]) and set(table["branch"]) == {"token", "sequence", "mixed"}
-    html = [m.value for m in at.markdown if 'class="rollout"' in m.value]
-    assert len(html) == 1 and html[0].count('class="tok"') == 6 and "box-shadow" in html[0]
-    at.radio(key="rollout_color").set_value("entropy").run()
     at.radio(key="outliers_branch").set_value("sequence").run()
     at.radio(key="outliers_sign").set_value("A<0").run()
     no_errors(at)
     heat = figure(at, "log(ratio) of the sequence branch (A<0)")
     assert sorted(s["y0"] for s in heat["layout"]["shapes"]) == pytest.approx([np.log(1 - 3e-4), np.log(1 + 4e-4)])
-    assert "box-shadow" not in [m.value for m in at.markdown if 'class="rollout"' in m.value][0]
     at.radio(key="outliers_branch").set_value("mixed").run()
     at.selectbox(key="outliers_run").set_value("grpo").run()  # grpo has no mixed branch
     no_errors(at)
     assert at.radio(key="outliers_branch").options == ["token", "sequence"]
     assert figure(at, "log(ratio) of the token branch")
+
+
+def check_rollouts(at, root):
+    assert at.number_input(key="rollouts_step_box").value == 29
+    html = [m.value for m in at.markdown if 'class="rollout"' in m.value]
+    assert len(html) == 2 and html[0].count('class="tok"') == 6 and "box-shadow" in html[0]
+    headers = [m.value for m in at.markdown if m.value.startswith("**Response #")]
+    assert headers[0].startswith(f"**Response #290** · reward 0 · advantage {sample_advantage(29, 0):+.3g}")
+    legend = [m.value for m in at.markdown if 'class="color-legend"' in m.value][0]
+    assert "≤ 0.8" in legend and "≥ 1.28" in legend  # the trust region of the token ratio
+    assert "Blue: ratio below 1" in texts(at)
+    at.radio(key="rollouts_color").set_value("entropy").run()
+    no_errors(at)
+    assert "White → purple" in texts(at) and "Blue: ratio" not in texts(at)  # the caption of the colouring shown
+    legend = [m.value for m in at.markdown if 'class="color-legend"' in m.value][0]
+    assert "2 nats" in legend  # the step's largest entropy is the full colour
+    html = [m.value for m in at.markdown if 'class="rollout"' in m.value][0]
+    assert "#762a83;color:#ffffff" in html  # darkest cell: white text, never black on dark
 
 
 def check_evaluation(at, root):
@@ -92,7 +127,7 @@ def check_evaluation(at, root):
 
 
 CHECKS = {"runs.py": check_runs, "dynamics.py": check_dynamics, "collapse.py": check_collapse,
-          "outliers.py": check_outliers, "evaluation.py": check_evaluation}
+          "outliers.py": check_outliers, "rollouts.py": check_rollouts, "evaluation.py": check_evaluation}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.file for p in PAGES])
@@ -117,6 +152,7 @@ def test_page_opens_damaged_runs_and_says_what_is_missing(page, damaged_root, mo
         "dynamics.py": ["empty/scalars: no committed steps yet"],
         "collapse.py": ["empty/scalars: no committed steps yet"],
         "outliers.py": ["step-000003.parquet: unreadable Parquet"],
+        "rollouts.py": [],
         "evaluation.py": ["step-000003/summary.json", "torn last line"],
     }[page.file]
     for snippet in expected:
@@ -126,11 +162,13 @@ def test_page_opens_damaged_runs_and_says_what_is_missing(page, damaged_root, mo
 def test_outliers_page_reports_missing_files_of_the_chosen_step(damaged_root, monkeypatch):
     at = open_page(monkeypatch, damaged_root, "outliers.py")
     at.sidebar.multiselect[0].set_value(["partial"]).run()
-    at.select_slider(key="outliers_step").set_value(7).run()
+    at.number_input(key="outliers_step_box").set_value(7).run()
     no_errors(at)
+    assert "outliers/step-000007.parquet" in texts(at)
+    at.switch_page("pages/rollouts.py").run()
+    at.number_input(key="rollouts_step_box").set_value(7).run()
     said = texts(at)
-    assert "outliers/step-000007.parquet" in said and "No sampled responses recorded at step 7" in said
-    assert "samples/step-000007.parquet: missing" in said
+    assert "No responses recorded at step 7 of partial" in said and "samples/step-000007.parquet: missing" in said
 
 
 def test_a_running_run_without_new_steps_for_long_is_stale():
@@ -141,3 +179,33 @@ def test_a_running_run_without_new_steps_for_long_is_stale():
     assert is_stale(pd.Series({"last_update": time.time() - STALE_AFTER_S - 1}))
     assert not is_stale(pd.Series({"last_update": time.time() - 5}))
     assert not is_stale(pd.Series({"last_update": None}))  # no step yet: just started
+
+
+def test_regression_branches_filter_offers_mixed_again_after_a_grpo_run(runs_root, monkeypatch):
+    """Bug: switching from a GRPO run to a DHPO run left the Branches filter without "mixed", silently."""
+    at = open_page(monkeypatch, runs_root, "outliers.py")
+    branches = lambda: [m for m in at.multiselect if m.label == "Branches"][0]  # noqa: E731
+    assert branches().value == ["token", "sequence", "mixed"]
+    at.selectbox(key="outliers_run").set_value("grpo").run()
+    assert branches().value == ["token", "sequence"]
+    at.selectbox(key="outliers_run").set_value("dhpo-e").run()
+    no_errors(at)
+    assert branches().value == ["token", "sequence", "mixed"]
+    assert set(at.dataframe[-1].value["branch"]) == {"token", "sequence", "mixed"}
+
+
+def test_regression_response_labels_follow_the_step(runs_root, monkeypatch):
+    """Bug: after moving the step slider the response's label (reward, advantage, tokens) was the previous
+    step's. Every label shown must be that of the step now chosen, whichever way it was chosen."""
+    at = open_page(monkeypatch, runs_root, "rollouts.py")
+    for how, step in (("slider", 12), ("slider", 13), ("box", 5), ("slider", 6), ("box", 29)):
+        if how == "slider":
+            at.select_slider(key="rollouts_step_slider").set_value(step).run()
+        else:
+            at.number_input(key="rollouts_step_box").set_value(step).run()
+        no_errors(at)
+        assert at.number_input(key="rollouts_step_box").value == step
+        assert at.select_slider(key="rollouts_step_slider").value == step
+        headers = [m.value for m in at.markdown if m.value.startswith("**Response #")]
+        assert headers == [f"**Response #{10 * step + r}** · reward {float((r + step) % 2 == 0):g} · advantage "
+                           f"{sample_advantage(step, r):+.3g} · 6 tokens" for r in range(2)], (how, step)

@@ -10,9 +10,66 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dhpo_suite.dashboard.collapse import Collapse
-from dhpo_suite.dashboard.figures.curves import empty_figure, run_colors
+from dhpo_suite.dashboard.figures.curves import axis_title, empty_figure, run_colors
 
-__all__ = ["collapse_figure", "group_outcomes", "entropy_percentiles", "EntropySplit", "entropy_split",
+WHY_ROWS = (
+    ("token entropy (nats)", ("entropy/mean",)),
+    ("response length (tokens)", ("length/mean",)),
+    ("binding clip (% of tokens)", ("clip/token/binding", "clip/sequence/binding", "clip/mixed/binding")),
+    ("KL k3 (nats)", ("kl/k3",)),
+    ("groups without signal (%)", ("groups/all_correct_frac", "groups/all_wrong_frac")),
+)
+"""The rows of the "why" figure: (y title, metrics); several metrics in a row differ by dash."""
+_DASH = {"clip/token/binding": "solid", "clip/sequence/binding": "dot", "clip/mixed/binding": "dash",
+         "groups/all_correct_frac": "solid", "groups/all_wrong_frac": "dash"}
+_SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence clip",
+          "clip/mixed/binding": "mixed (surrogate clipped)", "groups/all_correct_frac": "all correct",
+          "groups/all_wrong_frac": "all wrong"}
+
+
+def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
+    """Did it collapse, when, why: entropy, length, binding clip per branch, KL and all-correct / all-wrong
+    groups on one shared step axis (one row each, WHY_ROWS), each run's collapse step marked across all rows.
+    Points are clickable (the page opens the clicked step's tokens and responses)."""
+    rows = [(title, [m for m in metrics if m in frame.columns and frame[m].notna().any()]) for title, metrics in WHY_ROWS]
+    rows = [(t, ms) for t, ms in rows if ms]
+    if not rows:
+        return empty_figure("Collapse: when and why", "no data: none of entropy, length, clip, KL, groups recorded")
+    colors = colors or run_colors(frame["run"])
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.03)
+    traces, at = [], []
+    for run, g in frame.groupby("run", sort=False):
+        x = g["step"].to_numpy()
+        for r, (title, metrics) in enumerate(rows, start=1):
+            for m in metrics:
+                if g[m].isna().all():  # e.g. no mixed branch in a baseline run
+                    continue
+                label = _SHORT.get(m, m)
+                traces.append(go.Scatter(
+                    x=x, y=g[m].to_numpy(), mode="lines+markers", marker=dict(size=3), name=run, legendgroup=run,
+                    showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=_DASH.get(m, "solid")),
+                    meta=m, hovertemplate=f"{run} · {label} = %{{y:.4~{'%' if 'frac' in m or 'clip' in m else 'g'}}}"
+                                          "<extra></extra>"))
+                at.append(r)
+    fig.add_traces(traces, rows=at, cols=[1] * len(at))
+    for r, (title, metrics) in enumerate(rows, start=1):
+        fraction = any("frac" in m or m.startswith("clip/") for m in metrics)
+        fig.update_yaxes(title_text=title if len(metrics) > 1 else axis_title(metrics[0]), row=r, col=1,
+                         tickformat=".2~%" if fraction else "~s", title_font_size=11)
+    styles = "; ".join(f"{_SHORT[m]} {_DASH[m]}" for _, ms in rows for m in ms if m in _SHORT)
+    for run, v in verdicts.items():
+        if v.step is not None and run in colors:
+            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2))
+            fig.add_annotation(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
+                               xanchor="left", yanchor="bottom", font=dict(color=colors[run]))
+    fig.update_xaxes(title_text="training step (click a point: its tokens and responses open below)", row=len(rows))
+    fig.update_layout(title=f"Collapse: when and why · {styles}", height=170 * len(rows) + 120,
+                      margin=dict(t=80, b=50, l=70, r=10), hovermode="x unified", hoverlabel=dict(namelength=-1),
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                      clickmode="event+select")
+    return fig
+
+__all__ = ["why_figure", "WHY_ROWS", "collapse_figure", "group_outcomes", "entropy_percentiles", "EntropySplit", "entropy_split",
            "entropy_split_figure"]
 
 

@@ -14,9 +14,43 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-__all__ = ["run_colors", "ema", "prepare", "line_overlay", "clip_fractions", "empty_figure"]
+__all__ = ["run_colors", "ema", "prepare", "line_overlay", "clip_fractions", "empty_figure", "axis_title",
+           "is_fraction", "style_axes", "legend_html", "CLIP_DEFINITIONS"]
 
 PALETTE = qualitative.Plotly + qualitative.D3
+_UNITS = {"entropy/": "nats", "length/": "tokens", "kl/": "nats", "w/": "weight in [0, 1]", "ratio/": "ratio",
+          "reward/": "reward", "adv/": "advantage", "grad_norm": "L2 norm", "lr": "learning rate",
+          "loss/": "loss", "tokens/": "tokens", "responses/": "responses", "groups/count": "groups",
+          "time/": "seconds", "throughput/": "per second"}
+
+
+def is_fraction(metric: str) -> bool:
+    """Metrics that are shares of tokens, responses or groups (drawn as percentages)."""
+    return metric.endswith("_frac") or metric.startswith("clip/") or "frac_" in metric
+
+
+def axis_title(metric: str) -> str:
+    """The y-axis title of a metric: its name and unit (e.g. "length/mean (tokens)", "clip/... (% of tokens)")."""
+    if is_fraction(metric):
+        return f"{metric} (% of {'groups' if metric.startswith('groups/') else 'responses' if 'truncated' in metric else 'tokens'})"
+    unit = next((u for prefix, u in _UNITS.items() if metric.startswith(prefix)), None)
+    return f"{metric} ({unit})" if unit else metric
+
+
+def style_axes(fig: go.Figure, metric: str, log_y: bool = False, **where) -> go.Figure:
+    """Step on x, the metric's title and unit on y; fractions as percentages (never "600µ")."""
+    fig.update_xaxes(title_text="training step", **where)
+    fig.update_yaxes(title_text=axis_title(metric), tickformat=".2~%" if is_fraction(metric) else "~s",
+                     type="log" if log_y else None, **where)
+    return fig
+
+
+def legend_html(colors: dict[str, str], runs: Sequence[str]) -> str:
+    """One legend for the whole page (every chart uses the same colour per run): a row of coloured chips."""
+    chips = "".join(f'<span style="display:inline-block;margin-right:1.2em"><span style="display:inline-block;'
+                    f'width:1.6em;height:0.3em;vertical-align:middle;background:{colors[r]}"></span> {r}</span>'
+                    for r in runs)
+    return f'<div class="run-legend" style="font-size:0.9rem">{chips}</div>'
 
 
 def run_colors(runs: Sequence[str]) -> dict[str, str]:
@@ -72,9 +106,10 @@ def empty_figure(title: str, message: str) -> go.Figure:
 
 def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, str] | None = None,
                  extra: Sequence[tuple[str, str]] = (), colors: dict[str, str] | None = None,
-                 log_y: bool = False) -> go.Figure:
+                 log_y: bool = False, legend: bool = True) -> go.Figure:
     """One line of `y` per run; optionally a shaded band between two columns (e.g. p10–p90) and extra
-    dotted lines (column, label) in the run's colour (e.g. p90 next to a mean)."""
+    dotted lines (column, label) in the run's colour (e.g. p90 next to a mean). The hover lists every run at
+    the step under the cursor, with full names; `legend=False` when the page draws one legend for all charts."""
     if y not in frame.columns or frame[y].isna().all():
         return empty_figure(title, f"no data: {y} was not recorded")
     colors = colors or run_colors(frame["run"])
@@ -87,48 +122,71 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
             traces.append(go.Scatter(x=x, y=g[band[0]].to_numpy(), mode="lines", line_width=0, fill="tonexty",
                                      fillcolor=_alpha(c, 0.18), legendgroup=run, showlegend=False,
                                      name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
-        traces.append(go.Scatter(x=x, y=g[y].to_numpy(), mode="lines", name=run, legendgroup=run, line_color=c))
+        traces.append(go.Scatter(x=x, y=g[y].to_numpy(), mode="lines", name=run, legendgroup=run, line_color=c,
+                                 meta=y, hovertemplate=f"{run} · {y} = %{{y:.4~g}}<extra></extra>"))
         for col, label in extra:
             if col in g.columns and g[col].notna().any():
                 traces.append(go.Scatter(x=x, y=g[col].to_numpy(), mode="lines", name=f"{run} {label}",
-                                         legendgroup=run, showlegend=False, line=dict(color=c, dash="dot")))
-    fig = go.Figure(data=traces, layout=dict(title=title, height=320, margin=dict(t=50, b=40, l=50, r=10),
-                                             legend=dict(orientation="h", y=-0.25)))
-    if log_y:
-        fig.update_yaxes(type="log")
-    return fig
+                                         legendgroup=run, showlegend=False, line=dict(color=c, dash="dot"), meta=col,
+                                         hovertemplate=f"{run} · {col} = %{{y:.4~g}}<extra></extra>"))
+    fig = go.Figure(data=traces, layout=dict(
+        title=title, height=320, margin=dict(t=50, b=40, l=60, r=10), showlegend=legend,
+        legend=dict(orientation="h", y=-0.3), hovermode="x unified", hoverlabel=dict(namelength=-1)))
+    return style_axes(fig, y, log_y)
 
 
-def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[str, str] | None = None) -> go.Figure:
-    """Clip fractions per branch (rows) and side (columns): outside-region dashed, binding solid.
+CLIP_DEFINITIONS = (
+    "**outside** (dashed): share of the step's valid tokens whose ratio of this branch lies outside its trust "
+    "region [1−ε_low, 1+ε_high] (low side: below 1−ε_low, high side: above 1+ε_high).  \n"
+    "**binding** (solid): share of tokens whose gradient the clip removes: outside on the side the advantage "
+    "pushes towards (A<0 below the region, A>0 above it), so binding ≤ outside for the token and sequence "
+    "branches.  \n"
+    "**mixed** row of a *branch-clip* DHPO run (eq. 11): the mix m = w·r + (1−w)·s has no trust region of its "
+    "own; *outside* is m against the token ε range, for reference only, and *surrogate clipped* counts tokens "
+    "whose min() took the clipped side (either branch clipped) — it can exceed *outside*. In a *unified-clip* "
+    "run the mixed row is the one clip that acts."
+)
 
-    Columns read: clip/{branch}/outside_{side} and clip/{branch}/binding_{side}. Outside ⊇ binding: a token
-    outside the region only loses its gradient when the clipped side of the min is active.
+
+def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[str, str] | None = None,
+                   clip_modes: dict[str, str] | None = None) -> go.Figure:
+    """Clip fractions per branch (rows) and side (columns): outside-region dashed, binding solid (percent of
+    valid tokens). See CLIP_DEFINITIONS; `clip_modes` (run → "branch" | "unified") relabels the mixed row of
+    branch-clip runs, where "binding" means "the surrogate's clipped side is active", not "m outside".
+
+    Columns read: clip/{branch}/outside_{side} and clip/{branch}/binding_{side}.
     """
     branches = [b for b in branches if f"clip/{b}/outside_low" in frame.columns]
     if not branches:
         return empty_figure("Clip fractions", "no data: clip fractions were not recorded")
     colors = colors or run_colors(frame["run"])
+    clip_modes = clip_modes or {}
     fig = make_subplots(rows=len(branches), cols=2, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[f"{b} · {s}" for b in branches for s in ("low side", "high side")])
+                        subplot_titles=[f"{b} · {s} side" for b in branches for s in ("low", "high")])
     traces, rows, cols = [], [], []  # added in one call (see line_overlay)
     for r, branch in enumerate(branches, start=1):
         for c, side in enumerate(("low", "high"), start=1):
             for run, g in frame.groupby("run", sort=False):
+                branch_clip = branch == "mixed" and clip_modes.get(run) == "branch"
                 for kind, dash in (("outside", "dash"), ("binding", "solid")):
                     col = f"clip/{branch}/{kind}_{side}"
-                    if col not in g.columns:
+                    if col not in g.columns or g[col].isna().all():
                         continue
+                    label = {"outside": "m outside token ε (reference)", "binding": "surrogate clipped"}[kind] \
+                        if branch_clip else kind
                     traces.append(go.Scatter(
-                        x=g["step"].to_numpy(), y=g[col].to_numpy(), mode="lines", name=f"{run} · {kind}",
-                        legendgroup=f"{run}{kind}", showlegend=(r == 1 and c == 1),
-                        line=dict(color=colors[run], dash=dash), meta=col))
+                        x=g["step"].to_numpy(), y=g[col].to_numpy(), mode="lines", name=f"{run} · {label}",
+                        legendgroup=f"{run}{kind}", showlegend=(r == 1 and c == 1) or (branch_clip and c == 1),
+                        line=dict(color=colors[run], dash=dash), meta=col,
+                        hovertemplate=f"{run} · {branch} {label} ({side}) = %{{y:.3~%}}<extra></extra>"))
                     rows.append(r)
                     cols.append(c)
     fig.add_traces(traces, rows=rows, cols=cols)
-    fig.update_layout(title="Clip fractions (dashed: outside the region, solid: binding)",
-                      height=220 * len(branches) + 80, margin=dict(t=70, b=40, l=50, r=10),
-                      legend=dict(orientation="h", y=-0.08))
+    fig.update_xaxes(title_text="training step", row=len(branches))
+    fig.update_yaxes(title_text="% of tokens", tickformat=".2~%", rangemode="tozero")
+    fig.update_layout(title="Clip fractions per branch (dashed: outside the region, solid: binding)",
+                      height=220 * len(branches) + 100, margin=dict(t=70, b=40, l=60, r=10),
+                      legend=dict(orientation="h", y=-0.08), hovermode="x unified", hoverlabel=dict(namelength=-1))
     return fig
 
 

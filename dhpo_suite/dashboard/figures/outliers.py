@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from dhpo_suite.dashboard.figures.curves import empty_figure
 
-__all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table"]
+__all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table", "binding_summary"]
 
 
 def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -74,3 +74,21 @@ def outlier_table(outliers: pd.DataFrame, branches: Sequence[str] | None = None,
         context=df["context_left"].fillna("") + "⟦" + df["token_text"].fillna("") + "⟧" + df["context_right"].fillna(""),
     )
     return out[cols].reset_index(drop=True)
+
+
+def binding_summary(outliers: pd.DataFrame, top: int = 15) -> pd.DataFrame:
+    """Run-level: the binding outlier tokens grouped by text, most frequent first — count, share of all binding
+    outliers, the branches they bind in, mean ratio, mean advantage."""
+    cols = ["token", "count", "share of binding outliers", "branches", "mean ratio", "mean advantage"]
+    if outliers.empty or "binding" not in outliers.columns:
+        return pd.DataFrame(columns=cols)
+    b = outliers[outliers["binding"].fillna(False).astype(bool)]
+    if b.empty:
+        return pd.DataFrame(columns=cols)
+    b = b.assign(token=b["token_text"].fillna("�").map(repr), ratio=np.exp(b["log_ratio"].astype(float)))
+    out = b.groupby("token", sort=False).agg(
+        count=("ratio", "size"), branches=("branch", lambda s: ", ".join(sorted(set(s)))),
+        **{"mean ratio": ("ratio", "mean"), "mean advantage": ("advantage", "mean")}).reset_index()
+    out["share of binding outliers"] = out["count"] / len(b)
+    return out.sort_values(["count", "token"], ascending=[False, True], kind="stable").head(top)[cols] \
+        .reset_index(drop=True)

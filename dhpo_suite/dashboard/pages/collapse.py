@@ -1,59 +1,83 @@
-"""Entropy collapse: the detector's verdict per run, groups without signal, and the entropy-percentile view."""
+"""Did it collapse, when, why: the detector's verdict per run; entropy, length, binding clip per branch, KL and
+groups without signal on one shared step axis with the collapse step marked; a clicked (or typed) step opens
+that step's outlier tokens and responses. Below: the entropy-percentile view of one run."""
 
 import pandas as pd
 import streamlit as st
 
-from dhpo_suite.dashboard import controls, data, frames
+from dhpo_suite.dashboard import controls, data, frames, viewer
 from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse, verdict
 from dhpo_suite.dashboard.figures import collapse as fig
-from dhpo_suite.dashboard.figures.curves import prepare, run_colors
+from dhpo_suite.dashboard.figures.curves import legend_html, prepare
 
 ctx = controls.context()
 st.title("Entropy collapse")
 if not ctx.selected:
     st.info("Pick one or more runs in the sidebar.")
     st.stop()
-with st.expander("Collapse rule and smoothing (see docs/dashboard.md)"):
+with st.expander("Collapse rule (see docs/dashboard.md)"):
     c1, c2, c3 = st.columns(3)
     rule = CollapseRule(
         entropy_drop=c1.slider("entropy drop", 0.05, 0.95, CollapseRule.entropy_drop, 0.05, key="rule_h"),
         length_drop=c2.slider("length drop", 0.05, 0.95, CollapseRule.length_drop, 0.05, key="rule_l"),
         patience=c3.number_input("patience (steps)", 1, 100, CollapseRule.patience, key="rule_p"),
     )
-    smoothing = st.slider("Smoothing of the group chart", 0.0, 0.99, 0.9, 0.01, key="collapse_smooth")
-    st.caption("Plateau: median of the first 10 % of steps. Collapse: the trailing 5-step median stays below "
+    st.caption("Plateau: median of the first 10 % of steps. Collapse: the centred 5-step median stays below "
                "(1 − drop) × plateau for `patience` steps; the run collapses when entropy and length both have.")
+
+WHY = [m for _, ms in fig.WHY_ROWS for m in ms]
+
+
+def _verdicts(frame: pd.DataFrame) -> dict:
+    return {r: detect_collapse(g.set_index("step").get("entropy/mean", pd.Series(dtype=float)),
+                               g.set_index("step").get("length/mean", pd.Series(dtype=float)), rule)
+            for r, g in frame.groupby("run", sort=False)}
 
 
 @st.fragment(run_every=ctx.refresh)
 def detector() -> None:
     frame, problems = frames.scalars_frame(ctx)
     controls.show_problems(problems)
-    verdicts = {r: detect_collapse(g.set_index("step").get("entropy/mean", pd.Series(dtype=float)),
-                                   g.set_index("step").get("length/mean", pd.Series(dtype=float)), rule)
-                for r, g in frame.groupby("run", sort=False)}
+    verdicts = _verdicts(frame)
     st.dataframe(pd.DataFrame({r: {"verdict": verdict(v), "collapse step": v.step, "entropy collapse": v.entropy.step,
                                    "entropy plateau": v.entropy.plateau, "length collapse": v.length.step,
                                    "length plateau": v.length.plateau} for r, v in verdicts.items()}).T,
                  key="collapse_table")
-    colors = run_colors(ctx.selected)
-    shown = prepare(frame, ["entropy/mean", "length/mean"])  # thinned for drawing; detection used every step
-    st.plotly_chart(fig.collapse_figure(shown, verdicts, colors), key="collapse_fig", theme=None)
-    groups = prepare(frame, ["groups/all_correct_frac", "groups/all_wrong_frac"], smoothing)
-    st.plotly_chart(fig.group_outcomes(groups, colors), key="collapse_groups", theme=None)
+    st.markdown(legend_html(ctx.colors, ctx.selected), unsafe_allow_html=True)
+    why = fig.why_figure(prepare(frame, WHY), verdicts, ctx.colors)
+    event = st.plotly_chart(why, key="collapse_why", theme=None, on_select="rerun", selection_mode="points")
+    points = event.selection.points if event is not None else []
+    click = (points[0].get("curve_number"), points[0].get("x")) if points else None
+    if click and click != st.session_state.get("_collapse_click"):  # a new click: open that run's step below
+        st.session_state["_collapse_click"] = click
+        curve = points[0].get("curve_number")
+        run = why.data[curve].legendgroup if curve is not None and curve < len(why.data) else None
+        if run in ctx.selected:
+            st.session_state["collapse_run"] = run
+        st.session_state["collapse_step_box"] = int(round(float(points[0]["x"])))
+        st.rerun(scope="app")  # the step view lies outside this live fragment
 
 
 detector()
-st.subheader("Entropy percentiles: the low-entropy majority and the high-entropy minority")
+
+st.subheader("The tokens and responses of a step")
 run = st.selectbox("Run", ctx.selected, key="collapse_run")
 frame, _ = frames.scalars_frame(ctx, [run])
-pct = prepare(frame, ["entropy/p10", "entropy/p50", "entropy/p90", "entropy/p99", "entropy/frac_below_0.01"])
-st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct", theme=None)
 steps = [int(s) for s in frame["step"]]
-if steps:
-    c1, c2 = st.columns([3, 1])
-    step = c1.select_slider("Step", steps, value=steps[-1], key="collapse_step")
-    q = c2.slider("majority share", 0.5, 0.99, 0.8, 0.01, key="collapse_q")
+if not steps:
+    st.stop()
+step = controls.step_picker(steps, "collapse_step")
+controls.set_url(run=run)
+tab_out, tab_resp, tab_ent = st.tabs(["Outlier tokens", "Responses", "Entropy percentiles"])
+branches = [b for b in ("token", "sequence", "mixed") if f"ratio/{b}/mean" in frame.columns]
+with tab_out:
+    viewer.outlier_rows(ctx, run, step, branches, "collapse_outliers")
+with tab_resp:
+    viewer.responses(ctx, run, step, "collapse_responses")
+with tab_ent:
+    pct = prepare(frame, ["entropy/p10", "entropy/p50", "entropy/p90", "entropy/p99", "entropy/frac_below_0.01"])
+    st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct", theme=None)
+    q = st.slider("majority share", 0.5, 0.99, 0.8, 0.01, key="collapse_q")
     hists, probs = data.histograms(ctx.path(run), [step], ["entropy"])
     controls.show_problems(probs)
     if step in hists:

@@ -1,19 +1,22 @@
-"""Branch outliers: log-ratio heatmaps per branch with the trust region, top outlier tokens of a step, and a
-rollout viewer colouring each token (selection by widgets: Streamlit reports no clicks on heatmaps)."""
+"""Which branch's clip binds, on which tokens: clip fractions per branch with their definitions, the log-ratio
+heatmap of a branch with its trust region, the run's tokens that bind most, and a step's outlier tokens, each
+opening the response it comes from."""
 
 import streamlit as st
 
-from dhpo_suite.dashboard import controls, data, frames
+from dhpo_suite.dashboard import controls, data, frames, viewer
 from dhpo_suite.dashboard.figures import outliers as fig
-from dhpo_suite.dashboard.figures.tokens import COLOR_BY, rollout_html
-from dhpo_suite.runs.format import step_file
+from dhpo_suite.dashboard.figures.curves import CLIP_DEFINITIONS, clip_fractions, prepare
 
 ctx = controls.context()
-st.title("Branch outliers")
+st.title("Clipping and outliers")
 if not ctx.selected:
     st.info("Pick a run in the sidebar.")
     st.stop()
 c1, c2, c3 = st.columns([2, 2, 2])
+wanted = controls.url_param("run")
+if wanted in ctx.selected and "outliers_run" not in st.session_state:
+    st.session_state["outliers_run"] = wanted
 run = c1.selectbox("Run", ctx.selected, key="outliers_run")
 path = ctx.path(run)
 scal, problems = frames.scalars_frame(ctx, [run])
@@ -22,9 +25,20 @@ steps = [int(s) for s in scal["step"]]
 if not steps:
     st.stop()
 branches = [b for b in ("token", "sequence", "mixed") if f"ratio/{b}/mean" in scal.columns]
+wanted = controls.url_param("branch")
+if wanted in branches and "outliers_branch" not in st.session_state:
+    st.session_state["outliers_branch"] = wanted
 branch = c2.radio("Branch", branches, horizontal=True, key="outliers_branch")
 sign = c3.radio("Tokens", ["all", "A>0", "A<0"], horizontal=True, key="outliers_sign",
                 help="Split by the sign of the token's advantage: which clip can bind depends on it.")
+controls.set_url(run=run, branch=branch)
+clip_mode = str(ctx.table.at[run, "clip"])
+
+st.plotly_chart(clip_fractions(prepare(scal, [c for c in scal.columns if c.startswith("clip/")]), branches,
+                               ctx.colors, {run: clip_mode}), key="outliers_clip", theme=None)
+with st.expander("What outside and binding mean", expanded=False):
+    st.markdown(CLIP_DEFINITIONS)
+
 (lo, hi), _ = controls.step_controls(steps[-1], "outliers", smoothing=False)
 telemetry = data.manifest_telemetry(path, data.run_version(path))
 hists, probs = data.histograms(path, frames.sample_steps(steps, lo, hi), frames.log_ratio_names(branch, sign))
@@ -35,34 +49,18 @@ bounds = data.trust_bounds(path, int(counts.index[0]), branch, telemetry) if has
 st.plotly_chart(fig.log_ratio_heatmap(counts, edges, bounds, f"log(ratio) of the {branch} branch ({sign})"),
                 key="outliers_heatmap", theme=None)
 
-st.subheader("Outlier tokens of a step")
-step = st.select_slider("Step", steps, value=steps[-1], key="outliers_step")
-table, probs = data.outliers(path, step, data.mtime(step_file(path, "outliers", step)))
+st.subheader(f"Tokens that bind most in {run}")
+summary_steps = frames.sample_steps(steps, lo, hi, n=frames.SUMMARY_STEPS)
+tables, probs = frames.outlier_tables(path, summary_steps)
 controls.show_problems(probs)
-st.dataframe(fig.outlier_table(table, st.multiselect("Branches", branches, branches, key="outliers_branches")),
-             column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in
-                            ("distance", "ratio", "entropy", "w", "advantage")}, key="outliers_table")
+st.caption(f"Binding outlier tokens (the clip removed their gradient) over {len(summary_steps)} evenly spaced "
+           f"steps of the range, grouped by token text: how often, in which branches, mean ratio.")
+st.dataframe(fig.binding_summary(tables), key="outliers_summary", hide_index=True,
+             column_config={"mean ratio": st.column_config.NumberColumn(format="%.4g"),
+                            "share of binding outliers": st.column_config.NumberColumn(format="percent")})
 
-st.subheader("Rollout viewer")
-samples, probs = data.samples(path, step, data.mtime(step_file(path, "samples", step)))
-controls.show_problems(probs)
-if samples.empty:
-    st.info(f"No sampled responses recorded at step {step}.")
-    st.stop()
-c1, c2 = st.columns([2, 3])
-i = c1.selectbox("Response", range(len(samples)), key="rollout_response", format_func=lambda i: (
-    f"#{samples.at[i, 'response_id']}  reward {samples.at[i, 'reward']}  A {samples.at[i, 'advantage']:.2f}  "
-    f"{samples.at[i, 'length']} tokens"))
-label = c2.radio("Colour by", list(COLOR_BY), horizontal=True, key="rollout_color")
-row, column = samples.iloc[i], COLOR_BY[label]
-flags = {"token_ratio": "clip_token", "seq_ratio": "clip_sequence", "mixed_ratio": "clip_mixed"}.get(column)
-outside = [bool(f & 3) for f in row[flags]] if flags is not None and row[flags] is not None else None
-ratio_branch = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixed"}.get(column)
-bounds = None
-if ratio_branch and f"clip/{ratio_branch}/outside_low" in scal.columns:
-    bounds = data.trust_bounds(path, step, ratio_branch, telemetry)
-if row[column] is None:
-    st.info(f"{label} was not recorded for this run.")
-else:
-    st.markdown(rollout_html(list(row["token_text"]), list(row[column]), column, bounds, outside), unsafe_allow_html=True)
-    st.caption("Ratios: blue below 1, red above, full colour at the trust-region edge; a box marks tokens outside it.")
+st.subheader("Outlier tokens of a step")
+step = controls.step_picker(steps, "outliers_step")
+shown_branches = st.multiselect("Branches", branches, branches, key=f"outliers_branches_{'_'.join(branches)}",
+                                help="Kept per set of branches: a run with a mixed branch always offers it.")
+viewer.outlier_rows(ctx, run, step, shown_branches, "outliers")

@@ -1,26 +1,65 @@
-"""Runs: every run under the runs directory with its manifest facts; the sidebar picks runs to compare."""
+"""Runs: every run under the runs directory, sortable, with its settings and summary figures (final reward,
+entropy and length, last evaluation, collapse step), and one link per researcher's question."""
 
 import pandas as pd
 import streamlit as st
 
-from dhpo_suite.dashboard import controls, data
+from dhpo_suite.dashboard import controls, data, frames
+from dhpo_suite.dashboard.collapse import detect_collapse
+from dhpo_suite.dashboard.registry import PAGE_DIR, QUESTIONS
 
 ctx = controls.context()
 st.title("Runs")
-st.caption("Pick runs to compare in the sidebar; every page overlays the picked runs.")
+st.caption("Click a column header to sort. Pick runs to compare in the sidebar; every page overlays the picked "
+           "runs, each in the same colour everywhere.")
+links = st.columns(len(QUESTIONS))
+for col, (question, page) in zip(links, QUESTIONS):
+    col.page_link(str(PAGE_DIR / page), label=question, query_params={"runs": ",".join(ctx.selected)})
+
+FINAL = 10
+"""Final values are the mean of the last FINAL logged steps (one step is noisy)."""
+
+
+def summaries(table: pd.DataFrame) -> pd.DataFrame:
+    """Per run: final reward / entropy / length, last evaluation AVG (%), collapse step."""
+    rows = {}
+    for run in table.index:
+        if table.at[run, "status"] == "invalid":
+            continue
+        path = str(table.at[run, "path"])
+        sc, _ = data.scalars(path, data.run_version(path))
+        last = sc.sort_values("step").tail(FINAL) if len(sc) else sc
+        final = {f"final {m.split('/')[0]}": float(last[m].mean()) if m in last.columns and len(last) else None
+                 for m in ("reward/mean", "entropy/mean", "length/mean")}
+        evals, _ = data.eval_summaries(path)
+        avg = evals[max(evals)][1].get("AVG") if evals else None
+        ix = sc.set_index("step") if len(sc) else sc
+        c = detect_collapse(ix.get("entropy/mean", pd.Series(dtype=float)), ix.get("length/mean", pd.Series(dtype=float)))
+        rows[run] = {**final, "last eval AVG": None if avg is None else 100 * float(avg), "collapse step": c.step}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 @st.fragment(run_every=ctx.refresh)
 def runs_list() -> None:
     table = data.runs_table(ctx.root)
-    shown = table.drop(columns=["path", "problems", "error"])
+    shown = table.drop(columns=["path", "problems", "error"]).join(summaries(table))
     shown["last_update"] = pd.to_datetime(shown["last_update"], unit="s")
     stale = [r for r in shown.index if shown.at[r, "status"] == "running" and controls.is_stale(table.loc[r])]
     shown.loc[stale, "status"] = "running (no step for 10 min: killed?)"
+    order = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "status", "steps",
+             "final reward", "final entropy", "final length", "last eval AVG", "collapse step", "model", "task",
+             "backend", "seed", "checkpoints", "evals", "last_step", "started_at", "last_update"]
+    shown = shown[[c for c in order if c in shown.columns]]
     st.dataframe(
         shown.style.apply(lambda col: ["font-weight: bold" if r in ctx.selected else "" for r in col.index]),
         column_config={"last_update": st.column_config.DatetimeColumn("last update", format="HH:mm:ss"),
-                       "steps": st.column_config.NumberColumn("steps", help="committed steps")},
+                       "steps": st.column_config.NumberColumn("steps", help="committed steps"),
+                       "final reward": st.column_config.NumberColumn(format="%.3f", help=f"mean of the last {FINAL} steps"),
+                       "final entropy": st.column_config.NumberColumn(format="%.3f", help="nats, last steps' mean"),
+                       "final length": st.column_config.NumberColumn(format="%.0f", help="tokens, last steps' mean"),
+                       "last eval AVG": st.column_config.NumberColumn(format="%.1f", help="% (latest checkpoint)"),
+                       "collapse step": st.column_config.NumberColumn(format="%d", help="collapse rule (docs)"),
+                       "lr": st.column_config.NumberColumn(format="%.2e")},
         key="runs_table",
     )
     for run in ctx.selected:
