@@ -63,3 +63,36 @@ def test_response_logprobs_match_the_sampler(tiny_model_dir):
     assert torch.isfinite(lp_solo).all() and width > 0
     assert (roll.lengths >= 1).all() and (roll.lengths <= 12).all()
     assert torch.equal(roll.truncated, ~(roll.response_ids == tok.eos_token_id).any(-1))
+
+
+@pytest.mark.parametrize("temperature", [0.7, 1.6])
+def test_the_trainer_scores_exactly_what_it_sampled(tiny_model_dir, temperature):
+    """At T != 1 the trainer's log π_old is the sampler's own log-prob of each sampled token (the scores
+    `generate` drew it from), and the entropy is that of the same distribution, softmax(logits / T)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dhpo_suite.train.embedded.rollout import sample
+    from dhpo_suite.train.embedded.update import old_logprobs
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    prompts = [tok("Compute 1 + 2.")["input_ids"], tok("Compute 12 - 3 + 4 - 5.")["input_ids"]]
+    roll = sample(model, tok, prompts, 3, 16, temperature=temperature, seed=5, keep_log_probs=True)
+    m = roll.response_mask
+    assert roll.temperature == temperature and int(m.sum()) > 20
+    old = old_logprobs(model, roll, chunk_tokens=7)
+    torch.testing.assert_close(old[m], roll.sampler_log_prob[m], atol=2e-5, rtol=1e-5)
+    # Raw logits (T = 1) would score another policy: far from the sampler's log-probs.
+    with torch.no_grad():
+        raw, _ = response_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+    assert float((raw[m] - roll.sampler_log_prob[m]).abs().max()) > 0.05
+    # The entropy the objective gets (DHPO-E's w) is that of softmax(logits / T), from one plain forward.
+    with torch.no_grad():
+        lp, ent = response_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len,
+                                    temperature=temperature)
+        logits = model(input_ids=roll.input_ids[:, :-1], attention_mask=roll.attention_mask[:, :-1],
+                       position_ids=(roll.attention_mask[:, :-1].cumsum(-1) - 1).clamp(min=0)).logits
+    logp_all = torch.log_softmax(logits[:, roll.prompt_len - 1:].double() / temperature, -1)
+    ref_ent = -(logp_all.exp() * logp_all).sum(-1)
+    torch.testing.assert_close(ent[m].double(), ref_ent[m], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(lp[m], old[m])

@@ -1,4 +1,5 @@
-"""Rollout: G temperature-1.0 samples per prompt with Hugging Face `generate` (KV cache).
+"""Rollout: G samples per prompt at the run's temperature (the paper's 1.0 by default) with Hugging Face
+`generate` (KV cache). The rollout records its temperature: the update scores π_old, π and the entropy at it.
 
 Why HF generate and not vLLM on CPU: docs/train.md, "Rollout engine" (measured by benchmarks/train.py).
 """
@@ -23,6 +24,8 @@ class Rollout:
     lengths: torch.Tensor  # (N,) int64 valid response tokens
     truncated: torch.Tensor  # (N,) bool: no eos within max_new_tokens
     texts: list[str]  # N decoded responses (special tokens removed)
+    temperature: float = 1.0  # the sampling temperature: log-probs and entropies are computed at it
+    sampler_log_prob: torch.Tensor | None = None  # (N, T) the sampler's own log-probs (keep_log_probs=True)
 
     @property
     def response_ids(self) -> torch.Tensor:
@@ -44,8 +47,12 @@ def _left_pad(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tens
 
 @torch.no_grad()
 def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_tokens: int, *,
-           temperature: float = 1.0, seed: int = 0) -> Rollout:
-    """Sample `group_size` responses for each prompt (token ids), top-p 1.0, no top-k, seeded."""
+           temperature: float = 1.0, seed: int = 0, keep_log_probs: bool = False) -> Rollout:
+    """Sample `group_size` responses for each prompt (token ids), top-p 1.0, no top-k, seeded.
+
+    keep_log_probs: also return the log-probs of the sampled tokens under the very scores `generate` drew
+    them from (after its temperature), for checking the trainer's scoring; costs (steps, N, vocab) memory.
+    """
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     pad = eos if pad is None else pad
     rows = [p for p in prompts for _ in range(group_size)]
@@ -55,10 +62,12 @@ def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_
     model.eval()
     out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=temperature,
                          top_p=1.0, top_k=0, max_new_tokens=max_new_tokens, eos_token_id=eos,
-                         pad_token_id=pad, use_cache=True)
+                         pad_token_id=pad, use_cache=True, output_scores=keep_log_probs,
+                         return_dict_in_generate=True)
     model.train(was_training)
     P = ids.shape[1]
-    resp = out[:, P:]
+    seqs = out.sequences
+    resp = seqs[:, P:]
     is_eos = resp == eos
     # tokens up to and including the first eos are the response; generate pads the rest.
     before_eos = (is_eos.long().cumsum(-1) - is_eos.long()) == 0
@@ -67,4 +76,8 @@ def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_
     truncated = ~is_eos.any(-1)
     full_mask = torch.cat([mask, response_mask.long()], dim=-1)
     texts = tokenizer.batch_decode(torch.where(response_mask, resp, pad), skip_special_tokens=True)
-    return Rollout(out, full_mask, P, response_mask, lengths, truncated, texts)
+    sampler_lp = None
+    if keep_log_probs:  # scores[k]: the processed logits step k sampled from
+        scores = torch.stack(out.scores, dim=1).float()
+        sampler_lp = torch.log_softmax(scores, -1).gather(-1, resp[..., None]).squeeze(-1)
+    return Rollout(seqs, full_mask, P, response_mask, lengths, truncated, texts, float(temperature), sampler_lp)

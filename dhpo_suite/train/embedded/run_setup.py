@@ -92,7 +92,8 @@ def resolve_model_dir(cfg: TrainConfig, task, accuracy_fn, log: Callable[[str], 
         from dhpo_suite.train.embedded.sft import warm_started_tiny_model
 
         return warm_started_tiny_model(cache_dir(), task, target=cfg.sft_target, max_steps=cfg.sft_max_steps,
-                                       seed=cfg.seed, accuracy_fn=accuracy_fn, log=log)
+                                       seed=cfg.seed, accuracy_fn=accuracy_fn, stop_test=sft_stop_test(cfg, task),
+                                       log=log)
     if cfg.model == smollm2.NAME:
         return smollm2.smollm2_dir(cache_dir(), log=log)
     try:
@@ -165,14 +166,20 @@ def _lr_lambda(warmup_steps: int):
     return lambda s: min(1.0, (s + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
 
 
+def sft_stop_test(cfg: TrainConfig, task) -> dict:
+    """Everything the warm-start's stop test depends on (the warm-start cache key includes all of it)."""
+    return dict(problems=64, problem_seed=cfg.seed + 1, max_new_tokens=cfg.max_new_tokens or task.max_new_tokens,
+                temperature=cfg.temperature, sample_seed=cfg.seed + 11)
+
+
 def sft_accuracy_fn(cfg: TrainConfig, task, pool):
     """accuracy(model, tokenizer): sampled accuracy on 64 held-out problems (the warm-start's stop test)."""
     from dhpo_suite.train.embedded.reward import heldout_reward
 
-    problems = task.make_problems(64, seed=cfg.seed + 1, split="test")
-    max_new = cfg.max_new_tokens or task.max_new_tokens
-    return lambda m, tok: heldout_reward(m, tok, task, problems, pool, max_new_tokens=max_new,
-                                         temperature=cfg.temperature, seed=cfg.seed + 11)
+    t = sft_stop_test(cfg, task)
+    problems = task.make_problems(t["problems"], seed=t["problem_seed"], split="test")
+    return lambda m, tok: heldout_reward(m, tok, task, problems, pool, max_new_tokens=t["max_new_tokens"],
+                                         temperature=t["temperature"], seed=t["sample_seed"])
 
 
 def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):

@@ -2,7 +2,7 @@
 
 RL needs a policy that is sometimes right (a group whose G rewards are all 0 has zero advantage, eq. 1).
 So the tiny model is first trained with cross-entropy on reference solutions until its sampled accuracy
-(temperature 1.0) on held-out problems reaches `target` - deliberately not much more, so RL has room.
+(at the run's temperature) on held-out problems reaches `target` - deliberately not much more, so RL has room.
 The result is cached as an HF directory (built once, reused by every run with the same recipe).
 """
 
@@ -64,26 +64,29 @@ def sft_warm_start(model, tokenizer, task, *, target: float, max_steps: int, see
     return step, acc
 
 
-def _recipe_key(task_name: str, target: float, max_steps: int, seed: int) -> str:
+def _recipe_key(task_name: str, target: float, max_steps: int, seed: int, stop_test: dict) -> str:
+    """The cache key: the recipe, the model shape, and what the stop test measures (a warm-start stopped by
+    accuracy at another temperature or token budget is another model)."""
     from dhpo_suite.models import tiny
 
     spec = dict(SFT_RECIPE, task=task_name, target=target, max_steps=max_steps, seed=seed, shape=tiny.TINY_SHAPE,
-                vocab=tiny.VOCAB_SIZE, tiny_version=tiny.VERSION)
+                vocab=tiny.VOCAB_SIZE, tiny_version=tiny.VERSION, stop_test=stop_test)
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def warm_started_tiny_model(cache: Path, task, *, target: float, max_steps: int, seed: int,
-                            accuracy_fn, log: Callable[[str], None] = print) -> Path:
-    """The cached warm-started tiny model for (task, target, seed), built on first use. Returns its dir.
+                            accuracy_fn, stop_test: dict, log: Callable[[str], None] = print) -> Path:
+    """The cached warm-started tiny model for (task, target, seed, stop test), built on first use. Returns its dir.
 
-    `accuracy_fn(model, tokenizer) -> float`. Built in a temp dir and renamed into place (atomic): a run
+    `accuracy_fn(model, tokenizer) -> float`; `stop_test`: the facts it depends on (sampling temperature,
+    token budget, problems, seeds), part of the cache key. Built in a temp dir and renamed into place (atomic): a run
     killed during the build leaves no half-built cache entry.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from dhpo_suite.models.tiny import build_tiny_model
 
-    final = Path(cache) / f"tiny-{task.name}-sft-{_recipe_key(task.name, target, max_steps, seed)}"
+    final = Path(cache) / f"tiny-{task.name}-sft-{_recipe_key(task.name, target, max_steps, seed, stop_test)}"
     if (final / "sft.json").exists():
         return final
     tmp = final.with_name(final.name + ".tmp")
@@ -98,7 +101,8 @@ def warm_started_tiny_model(cache: Path, task, *, target: float, max_steps: int,
                                 on_check=lambda s, loss, a: log(f"  sft step {s}: loss {loss:.3f}, accuracy {a:.0%}"))
     model.save_pretrained(tmp)
     (tmp / "sft.json").write_text(json.dumps({"steps": steps, "accuracy": acc, "task": task.name, "seed": seed,
-                                              "target": target, "recipe": SFT_RECIPE}, indent=1))
+                                              "target": target, "recipe": SFT_RECIPE, "stop_test": stop_test},
+                                             indent=1))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     log(f"warm-start: done after {steps} steps, accuracy {acc:.0%}")

@@ -1,7 +1,7 @@
 """The policy update: PPO mini-batch epochs over one step's rollout with an objective from the library.
 
 Per optimizer step (one mini-batch of whole responses):
-    log π, H  = response_logprobs(model, ...)            (B, T), chunked log-softmax (logprobs.py)
+    log π, H  = response_logprobs(model, ..., T)         (B, T), chunked log-softmax at the rollout's temperature
     out       = objective(log π, log π_old, Â, mask, entropy=H)   (the library's loss; nothing re-implemented)
     out.loss.backward()   (per micro-batch: gradients accumulate, the loss normalised by the mini-batch)
     clip_grad_norm_(max_grad_norm); AdamW step; scheduler step
@@ -30,13 +30,14 @@ class StepBatch:
 
 @torch.no_grad()
 def old_logprobs(model, rollout: Rollout, chunk_tokens: int, batch: int = 64) -> torch.Tensor:
-    """log π_old of every response token, (N, T), computed once before the update (eval mode, no grad)."""
+    """log π_old of every response token, (N, T), computed once before the update (eval mode, no grad), at the
+    rollout's sampling temperature: the sampler's own log-probs."""
     was_training = model.training
     model.eval()
     parts = []
     for s in range(0, rollout.input_ids.shape[0], batch):
         lp, _ = response_logprobs(model, rollout.input_ids[s:s + batch], rollout.attention_mask[s:s + batch],
-                                  rollout.prompt_len, chunk_tokens)
+                                  rollout.prompt_len, chunk_tokens, rollout.temperature)
         parts.append(lp)
     model.train(was_training)
     return torch.cat(parts)
@@ -94,7 +95,7 @@ def _forward_backward(model, objective, batch: StepBatch, idx: torch.Tensor, epo
     width = max(int(mask.sum(-1).max()), 1)
     ids = roll.input_ids[idx, :P + width]
     att = roll.attention_mask[idx, :P + width]
-    log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens)
+    log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens, roll.temperature)
     old = _trim(batch.old_log_prob[idx], width)
     out = objective(log_prob, old, batch.advantages[idx], _trim(mask, width), entropy=entropy, **totals)
     out.loss.backward()
