@@ -35,6 +35,7 @@ def register(app: typer.Typer) -> None:
         if to not in LOGGERS:
             _fail(f"--to: {to!r} is not one of: {', '.join(LOGGERS)}")
         console = Console(stderr=True)
+        say = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
         try:
             with Progress(console=console, disable=no_progress, transient=True) as bar:
                 task = bar.add_task(f"export to {to}", total=None)
@@ -45,12 +46,12 @@ def register(app: typer.Typer) -> None:
         except ImportError as e:
             _fail(f"--to {to}: {e} (install it: pip install {to})")
         for problem in result.problems:
-            console.print(f"warning: skipped {problem}", markup=False, highlight=False)
-        console.print(f"{result.steps} steps -> {result.location}", markup=False, highlight=False)
+            say(f"warning: skipped {problem}")
+        say(f"{result.steps} steps -> {result.location}")
         if to == "tensorboard":
-            console.print(f"view: tensorboard --logdir {result.location.parent}", markup=False, highlight=False)
+            say(f"view: tensorboard --logdir {result.location.parent}")
         elif "offline-run" in str(result.location):
-            console.print(f"upload: wandb sync {result.location}", markup=False, highlight=False)
+            say(f"upload: wandb sync {result.location}")
 
 
 def _fail(message: str) -> None:

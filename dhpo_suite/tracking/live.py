@@ -110,8 +110,9 @@ class LiveMirrors:
         self._fail(mirror.name, e)
 
     def _fail(self, name: str, e: BaseException) -> None:
-        self._warn_once(name, f"{name} mirror switched off: {type(e).__name__}: {_first_line(e)} (training goes "
-                              f"on; the run directory is complete: dhpo-suite export {self.run_dir} --to {name})")
+        hint = f"; install it: pip install {name}" if isinstance(e, ImportError) else ""
+        self._warn_once(name, f"{name} mirror switched off: {type(e).__name__}: {_first_line(e)}{hint} (training "
+                              f"goes on; the run directory is complete: dhpo-suite export {self.run_dir} --to {name})")
 
     def _warn_once(self, key: str, message: str) -> None:
         if key in self._warned:

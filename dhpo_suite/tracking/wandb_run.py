@@ -71,7 +71,12 @@ class WandbMirror:
 
     def close(self) -> None:
         if self._owned and self.run is not None:
+            import wandb
+
             self.run.finish()
+            # finish() can return before wandb's service has written the last records of an offline run
+            # (.wandb file); shutting the service down waits for it (a later run starts a new one).
+            wandb.teardown()
 
 
 def step_payload(record: StepRecord, *, samples: bool = False) -> dict[str, Any]:
