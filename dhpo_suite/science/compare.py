@@ -1,0 +1,179 @@
+"""Across-seed statistics of a sweep: per-run outcome metrics, per-algorithm means with 95 % bootstrap
+confidence intervals, paired differences against a baseline over shared seeds, and curves with bands.
+
+Runs are read only through `dhpo_suite.runs.RunReader`; no torch (the dashboard imports this module).
+Intervals are percentile bootstrap intervals from `scipy.stats.bootstrap` over the runs (seeds) of each
+algorithm. The sweep has one task, so the stratified bootstrap of Agarwal et al. (2021, rliable), which
+resamples runs within each task, reduces to resampling the seeds of each algorithm. With 3-5 seeds a
+percentile interval is narrower than its nominal 95 % (it cannot see beyond the observed spread): read it as
+a lower bound on the uncertainty.
+
+Per-run metrics (METRIC_DOCS holds the one-line definitions):
+    final_reward   held-out reward after the last step (`eval/heldout_reward`)
+    reward_auc     area under the held-out reward curve (step 0 = `eval/heldout_reward_initial`), trapezoids,
+                   divided by the steps spanned: the curve's mean level, in reward units
+    late_entropy   mean of `entropy/mean` over the last `late_frac` of the steps
+    late_length    mean of `length/mean` over the last `late_frac` of the steps
+    collapse_step  the dashboard's detector (`dashboard.collapse.detect_collapse` on entropy and length);
+                   a run that did not collapse counts as its last step (right-censored)
+    oscillation    standard deviation of the step-to-step changes of the held-out reward curve
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dhpo_suite.dashboard.collapse import detect_collapse
+from dhpo_suite.runs import RunFormatError, RunReader, list_runs
+
+__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "paired_differences", "run_label",
+           "run_metrics", "summarize"]
+
+METRIC_DOCS = {
+    "final_reward": "held-out reward after the last step",
+    "reward_auc": "mean level of the held-out reward curve (trapezoid area / steps)",
+    "late_entropy": "mean token entropy (nats) over the last quarter of the steps",
+    "late_length": "mean response length (tokens) over the last quarter of the steps",
+    "collapse_step": "entropy+length collapse step (dashboard detector; no collapse = last step)",
+    "oscillation": "std of step-to-step changes of the held-out reward",
+}
+HELDOUT, HELDOUT_INITIAL = "eval/heldout_reward", "eval/heldout_reward_initial"
+_COLUMNS = [HELDOUT, HELDOUT_INITIAL, "entropy/mean", "length/mean", "reward/mean"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over runs with its 95 % bootstrap interval (lo, hi are NaN with fewer than two runs)."""
+
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+
+def run_label(reader: RunReader) -> str:
+    """Algorithm, plus the clip mode for DHPO objectives (e.g. "dhpo-e-unified"); the clip is the resolved
+    one the objective recorded, so a default run and an explicit `--clip branch` run share a label."""
+    m = reader.manifest
+    clip = m.hparams.get("clip") if m.algorithm.startswith("dhpo") else None
+    return f"{m.algorithm}-{clip}" if clip else m.algorithm
+
+
+def heldout_curve(frame: pd.DataFrame) -> pd.Series:
+    """Held-out reward by step, with the pre-training value at step 0 when it was recorded."""
+    curve = frame.set_index("step")[HELDOUT].dropna() if HELDOUT in frame else pd.Series(dtype=float)
+    if HELDOUT_INITIAL in frame and frame[HELDOUT_INITIAL].notna().any():
+        curve = pd.concat([pd.Series({0: float(frame[HELDOUT_INITIAL].dropna().iloc[0])}), curve])
+    return curve.sort_index().astype(float)
+
+
+def run_metrics(frame: pd.DataFrame, late_frac: float = 0.25) -> dict[str, float]:
+    """The per-run metrics of the module docstring from one run's scalars frame (RunReader.scalars())."""
+    curve = heldout_curve(frame)
+    steps = frame["step"].to_numpy()
+    late = frame[frame["step"] > steps.max() - max(1, round(late_frac * len(steps)))] if len(steps) else frame
+    span = curve.index.max() - curve.index.min() if len(curve) > 1 else 0
+    ent = frame.set_index("step")["entropy/mean"] if "entropy/mean" in frame else pd.Series(dtype=float)
+    length = frame.set_index("step")["length/mean"] if "length/mean" in frame else pd.Series(dtype=float)
+    collapse = detect_collapse(ent, length).step
+    return {
+        "final_reward": float(curve.iloc[-1]) if len(curve) else float("nan"),
+        "reward_auc": float(np.trapezoid(curve.to_numpy(), curve.index.to_numpy()) / span) if span else float("nan"),
+        "late_entropy": float(late["entropy/mean"].mean()) if "entropy/mean" in late else float("nan"),
+        "late_length": float(late["length/mean"].mean()) if "length/mean" in late else float("nan"),
+        "collapse_step": float(collapse if collapse is not None else (steps.max() if len(steps) else np.nan)),
+        "collapsed": float(collapse is not None),
+        "oscillation": float(np.std(np.diff(curve.to_numpy()), ddof=1)) if len(curve) >= 3 else float("nan"),
+    }
+
+
+def load_sweep(root: Path | str, late_frac: float = 0.25) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Every run under `root`: (metrics: one row per run with label, seed, run, status, steps and the per-run
+    metrics; scalars: the runs' scalar frames stacked with label, seed and run columns; problems)."""
+    rows, frames, problems = [], [], []
+    for summary in list_runs(root):
+        if summary.manifest is None:
+            problems.append(f"{summary.path}: {summary.problem}")
+            continue
+        try:
+            reader = RunReader(summary.path)
+            frame = reader.scalars(columns=_COLUMNS)
+        except RunFormatError as e:
+            problems.append(str(e))
+            continue
+        problems += [str(p) for p in reader.problems]
+        if frame.empty:
+            problems.append(f"{summary.path}: no committed steps yet")
+            continue
+        label, seed = run_label(reader), reader.manifest.seed
+        rows.append({"label": label, "seed": seed, "run": summary.path.name, "status": reader.manifest.status,
+                     "steps": int(frame["step"].max()), **run_metrics(frame, late_frac)})
+        frames.append(frame.assign(label=label, seed=seed, run=summary.path.name))
+    metrics = pd.DataFrame(rows, columns=["label", "seed", "run", "status", "steps", *METRIC_DOCS, "collapsed"])
+    scalars = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed"])
+    return metrics.sort_values(["label", "seed"], ignore_index=True), scalars, problems
+
+
+def interval(values, seed: int = 0) -> Interval:
+    """Mean of `values` (NaNs dropped) and its 95 % percentile-bootstrap interval (scipy.stats.bootstrap)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0)
+    if len(x) < 2:
+        return Interval(float(x.mean()), float("nan"), float("nan"), 1)
+    if np.ptp(x) == 0:  # every run agrees: the bootstrap distribution is a point
+        return Interval(float(x[0]), float(x[0]), float(x[0]), len(x))
+    ci = stats.bootstrap((x,), np.mean, n_resamples=10_000, method="percentile", confidence_level=0.95,
+                         rng=np.random.default_rng(seed)).confidence_interval
+    return Interval(float(x.mean()), float(ci.low), float(ci.high), len(x))
+
+
+def summarize(metrics: pd.DataFrame) -> pd.DataFrame:
+    """One row per label, per metric an Interval (columns: label, n, <metric> ..., collapsed = k/n)."""
+    rows = []
+    for label, g in metrics.groupby("label", sort=True):
+        row = {"label": label, "n": len(g), "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}"}
+        row.update({m: interval(g[m]) for m in METRIC_DOCS})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.DataFrame:
+    """Per label other than `baseline`, per metric: mean over shared seeds of (label − baseline) with its
+    95 % bootstrap interval. Empty when the baseline has no runs. Column `seeds`: the shared seeds used."""
+    base = metrics[metrics["label"] == baseline].set_index("seed")
+    rows = []
+    if base.empty:
+        return pd.DataFrame(rows)
+    for label, g in metrics[metrics["label"] != baseline].groupby("label", sort=True):
+        g = g.set_index("seed")
+        shared = sorted(set(g.index) & set(base.index))
+        row = {"label": label, "seeds": shared}
+        row.update({m: interval(g.loc[shared, m].to_numpy() - base.loc[shared, m].to_numpy()) for m in METRIC_DOCS})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def curve_bands(scalars: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Mean of `metric` across the seeds of each label at each step, with a 95 % bootstrap band
+    (columns label, step, mean, lo, hi, n). Steps where only some seeds have a value use those seeds."""
+    out = []
+    for label, g in scalars.groupby("label", sort=True):
+        if metric not in g:
+            continue
+        wide = g.pivot_table(index="step", columns="seed", values=metric, aggfunc="last")
+        if metric == HELDOUT and HELDOUT_INITIAL in g:
+            first = g.groupby("seed")[HELDOUT_INITIAL].first()
+            wide.loc[0] = first
+            wide = wide.sort_index()
+        wide = wide.dropna(how="all")
+        for step, row in wide.iterrows():
+            iv = interval(row.to_numpy())
+            out.append({"label": label, "step": int(step), "mean": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n})
+    return pd.DataFrame(out, columns=["label", "step", "mean", "lo", "hi", "n"])

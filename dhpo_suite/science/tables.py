@@ -1,0 +1,66 @@
+"""Rich tables of compare's intervals (terminal), and the same rows as plain strings (Markdown report)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dhpo_suite.science.compare import METRIC_DOCS, Interval
+
+__all__ = ["fmt_interval", "interval_table", "markdown_table", "runs_note"]
+
+_DIGITS = {"final_reward": 3, "reward_auc": 3, "late_entropy": 3, "late_length": 1, "collapse_step": 1,
+           "oscillation": 3}
+_HEADERS = {"final_reward": "final reward", "reward_auc": "reward AUC", "late_entropy": "late entropy",
+            "late_length": "late length", "collapse_step": "collapse step", "oscillation": "oscillation"}
+
+
+def fmt_interval(iv: Interval, digits: int = 3) -> str:
+    """`0.412 [0.380, 0.451]`; the mean alone when there is no interval; `—` when there is no value."""
+    if not isinstance(iv, Interval) or math.isnan(iv.mean):
+        return "—"
+    if math.isnan(iv.lo):
+        return f"{iv.mean:.{digits}f}"
+    return f"{iv.mean:.{digits}f} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+
+
+def _rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    extra = [c for c in ("n", "collapsed", "seeds") if c in frame]
+    header = ["label", *extra, *(_HEADERS[m] for m in METRIC_DOCS)]
+    rows = []
+    for _, r in frame.iterrows():
+        cells = [str(r["label"])]
+        cells += [(",".join(map(str, r[c])) if c == "seeds" else str(r[c])) for c in extra]
+        cells += [fmt_interval(r[m], _DIGITS[m]) for m in METRIC_DOCS]
+        rows.append(cells)
+    return header, rows
+
+
+def interval_table(frame: pd.DataFrame, title: str):
+    """A rich Table of summarize() or paired_differences() output, with the metric definitions as caption."""
+    from rich.table import Table
+
+    header, rows = _rows(frame)
+    table = Table(title=title, caption="; ".join(f"{_HEADERS[k]}: {v}" for k, v in METRIC_DOCS.items()), caption_justify="left")
+    for h in header:
+        table.add_column(h, overflow="fold")
+    for r in rows:
+        table.add_row(*r)
+    return table
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    header, rows = _rows(frame)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def runs_note(metrics: pd.DataFrame) -> str:
+    """One line: how many runs, and which are not completed (their numbers are from the steps so far)."""
+    unfinished = metrics[metrics["status"] != "completed"]
+    note = f"{len(metrics)} runs, {metrics['label'].nunique()} labels"
+    if len(unfinished):
+        note += f"; not completed ({len(unfinished)}): " + ", ".join(
+            f"{r.run} ({r.status}, step {r.steps})" for r in unfinished.itertuples())
+    return note

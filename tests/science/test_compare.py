@@ -1,0 +1,131 @@
+"""dhpo_suite.science.compare on run directories whose curves are chosen here, so every expected value is
+worked out by hand from the metric definitions (docstring of compare.py) and the collapse rule
+(docs/dashboard.md); the bootstrap interval is checked against the exact bootstrap distribution, enumerated."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dhpo_suite.runs import Manifest, RunWriter, StepRecord
+from dhpo_suite.science import compare as cmp
+
+STEPS = 40
+
+
+def write_run(path, algo, seed, heldout: dict[int, float], entropy, length, clip=None, status="completed"):
+    """A run directory with the given held-out curve ({step: value}, step 0 = before training) and
+    per-step entropy and length (callables of the step)."""
+    hparams = {"clip": clip} if clip else {}
+    w = RunWriter(path, Manifest(algorithm=algo, hparams=hparams, seed=seed, backend="embedded"), fsync=False)
+    for step in range(1, STEPS + 1):
+        s = {"entropy/mean": entropy(step), "length/mean": length(step), "reward/mean": 0.5}
+        if step == 1 and 0 in heldout:
+            s["eval/heldout_reward_initial"] = heldout[0]
+        if step in heldout:
+            s["eval/heldout_reward"] = heldout[step]
+        w.write_step(StepRecord(step, s))
+    if status == "completed":
+        w.close()
+    return path
+
+
+def flat(v):
+    return lambda step: v
+
+
+def test_run_metrics_match_hand_computation(tmp_path):
+    # Held-out curve 0.0 (step 0), 0.5 (20), 0.3 (30), 0.6 (40).
+    # AUC: trapezoids 20*0.25 + 10*0.4 + 10*0.45 = 13.5 over 40 steps = 0.3375.
+    # Oscillation: changes 0.5, -0.2, 0.3; mean 0.2; squared deviations .09 + .16 + .01 = .26; /2; sqrt = 0.36056.
+    # Entropy 1.0 up to step 10, then 0.2; length 20 then 10: with a 4-point plateau (10 % of 40), the
+    # 5-point centred median first falls to 0.2 (<= 0.5 * 1.0) at step 11 and to 10 (<= 0.7 * 20) at step 11.
+    # Late quarter = steps 31..40: entropy 0.2, length 10.
+    write_run(tmp_path / "r", "grpo", 0, {0: 0.0, 20: 0.5, 30: 0.3, 40: 0.6},
+              lambda s: 1.0 if s <= 10 else 0.2, lambda s: 20.0 if s <= 10 else 10.0)
+    metrics, scalars, problems = cmp.load_sweep(tmp_path)
+    assert problems == []
+    row = metrics.iloc[0]
+    assert row["label"] == "grpo" and row["seed"] == 0 and row["steps"] == STEPS
+    assert row["final_reward"] == pytest.approx(0.6)
+    assert row["reward_auc"] == pytest.approx(0.3375)
+    assert row["oscillation"] == pytest.approx(0.360555, abs=1e-6)
+    assert row["late_entropy"] == pytest.approx(0.2)
+    assert row["late_length"] == pytest.approx(10.0)
+    assert row["collapse_step"] == 11 and row["collapsed"] == 1
+
+
+def test_no_collapse_is_censored_at_the_last_step(tmp_path):
+    write_run(tmp_path / "r", "grpo", 0, {0: 0.1, 40: 0.2}, flat(1.0), flat(20.0))
+    row = cmp.load_sweep(tmp_path)[0].iloc[0]
+    assert row["collapse_step"] == STEPS and row["collapsed"] == 0
+    assert np.isnan(row["oscillation"])  # one change: no spread to measure
+
+
+def exact_percentile_interval(x):
+    """The exact bootstrap distribution of the mean of x (all n^n resamples, equally likely) and its
+    2.5/97.5 % quantiles: what a Monte Carlo percentile bootstrap estimates."""
+    means = np.array([np.mean(c) for c in itertools.product(x, repeat=len(x))])
+    return np.quantile(means, 0.025, method="inverted_cdf"), np.quantile(means, 0.975, method="inverted_cdf")
+
+
+def test_interval_is_the_percentile_bootstrap():
+    x = [0.2, 0.4, 0.9, 0.5]
+    iv = cmp.interval(x)
+    lo, hi = exact_percentile_interval(x)
+    assert iv.mean == pytest.approx(0.5) and iv.n == 4
+    assert iv.lo == pytest.approx(lo, abs=0.02) and iv.hi == pytest.approx(hi, abs=0.02)
+    assert cmp.interval([0.3]).n == 1 and np.isnan(cmp.interval([0.3]).lo)
+    same = cmp.interval([0.3, 0.3, 0.3])
+    assert (same.lo, same.hi) == (0.3, 0.3)
+
+
+def test_summary_and_paired_differences_over_shared_seeds(tmp_path):
+    finals = {"grpo": [0.2, 0.4, 0.6], "dhpo-e": [0.3, 0.6, 0.6, 0.9]}
+    for algo, values in finals.items():
+        for seed, v in enumerate(values):
+            clip = "branch" if algo.startswith("dhpo") else None
+            write_run(tmp_path / f"{algo}-s{seed}", algo, seed, {0: 0.0, 40: v}, flat(1.0), flat(20.0), clip=clip)
+    write_run(tmp_path / "dhpo-e-unified-s0", "dhpo-e", 0, {0: 0.0, 40: 0.1}, flat(1.0), flat(20.0),
+              clip="unified", status="running")
+    metrics, scalars, problems = cmp.load_sweep(tmp_path)
+    summary = cmp.summarize(metrics).set_index("label")
+    assert list(summary.index) == ["dhpo-e-branch", "dhpo-e-unified", "grpo"]
+    assert summary.loc["grpo", "final_reward"].mean == pytest.approx(0.4)
+    assert summary.loc["dhpo-e-branch", "n"] == 4
+    assert summary.loc["dhpo-e-branch", "final_reward"].mean == pytest.approx(0.6)
+    # Paired over seeds 0-2 only: differences 0.1, 0.2, 0.0 -> mean 0.1; exact bootstrap bounds.
+    diffs = cmp.paired_differences(metrics, "grpo").set_index("label")
+    d = diffs.loc["dhpo-e-branch"]
+    assert d["seeds"] == [0, 1, 2]
+    assert d["final_reward"].mean == pytest.approx(0.1)
+    lo, hi = exact_percentile_interval([0.1, 0.2, 0.0])
+    assert d["final_reward"].lo == pytest.approx(lo, abs=0.02) and d["final_reward"].hi == pytest.approx(hi, abs=0.02)
+    assert diffs.loc["dhpo-e-unified", "seeds"] == [0]
+    # Curves: the held-out band at step 40 spans the grpo seeds' mean 0.4; step 0 is the initial value.
+    bands = cmp.curve_bands(scalars, cmp.HELDOUT)
+    g = bands[bands["label"] == "grpo"].set_index("step")
+    assert list(g.index) == [0, 40] and g.loc[40, "mean"] == pytest.approx(0.4) and g.loc[40, "n"] == 3
+    assert g.loc[40, "lo"] <= 0.4 <= g.loc[40, "hi"]
+
+
+def test_compare_cli_prints_tables_and_names_unfinished_runs(tmp_path):
+    for seed, v in enumerate([0.2, 0.4]):
+        write_run(tmp_path / f"grpo-s{seed}", "grpo", seed, {0: 0.0, 40: v}, flat(1.0), flat(20.0))
+        write_run(tmp_path / f"dhpo-a-s{seed}", "dhpo-a", seed, {0: 0.0, 40: v + 0.1}, flat(1.0), flat(20.0),
+                  clip="branch", status="completed" if seed else "running")
+    out = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(tmp_path), "--csv",
+                          str(tmp_path / "m.csv")], capture_output=True, text=True, timeout=120,
+                         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert "dhpo-a-branch" in out.stdout and "Paired difference vs grpo" in out.stdout
+    assert "dhpo-a-s0 (running, step 40)" in out.stdout
+    assert "0.100 [0.100, 0.100]" in out.stdout  # both paired differences are exactly 0.1
+    assert (tmp_path / "m.csv").read_text().count("\n") == 5
+    empty = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(tmp_path / "m.csv")],
+                           capture_output=True, text=True, timeout=120)
+    assert empty.returncode == 2 and "not a directory" in empty.stderr

@@ -1,0 +1,109 @@
+"""`dhpo-suite sweep` end to end with the real trainer: a 2-objective x 2-seed grid, killed (SIGKILL, the whole
+sweep) once a run is half-way past a checkpoint, then re-run: completed runs are skipped, the killed run resumes
+from its checkpoint, and every run of a seed saw the same first rollout. Then `dhpo-suite compare` on it.
+
+Kept cheap: a random-init "warm start" (--sft-target 0), 2 prompts x G 2, 8 new tokens (~1 min in all)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dhpo_suite.runs import RunReader
+
+STEPS = 6
+TRAIN = ["--steps", str(STEPS), "--prompts-per-step", "2", "-G", "2", "--eval-prompts", "4", "--max-new-tokens", "8",
+         "--checkpoint-every", "2", "--eval-every", "3", "--sft-target", "0"]
+
+
+def sweep_cmd(out: Path) -> list[str]:
+    return [sys.executable, "-m", "dhpo_suite.cli", "sweep", str(out), "--algos", "grpo,dhpo-e", "--seeds", "2",
+            "--workers", "2", "--no-progress", *TRAIN]
+
+
+def processes_writing(out: Path) -> list[int]:
+    """Pids whose command line names the sweep directory (the sweep and its `train` children)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if str(out).encode() in (d / "cmdline").read_bytes():
+                    pids.append(int(d.name))
+            except OSError:
+                continue
+    return pids
+
+
+def wait_for_half_done_run(out: Path, proc: subprocess.Popen, timeout: float = 240) -> str:
+    """A cell with a complete checkpoint whose run is still going."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the sweep finished before a run could be caught half-way"
+        for run in out.glob("*-s[0-9]"):
+            manifest = run / "manifest.json"
+            if (run / "checkpoints" / "step-000002" / "COMPLETE").exists() and manifest.exists():
+                if json.loads(manifest.read_text())["status"] == "running":
+                    return run.name
+        time.sleep(0.05)
+    raise AssertionError("no run reached its first checkpoint in time")
+
+
+@pytest.mark.timeout(600)
+def test_sweep_kill_resume_and_paired_first_rollout(tmp_path):
+    out = tmp_path / "sweep"
+    first = subprocess.Popen(sweep_cmd(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    killed = wait_for_half_done_run(out, first)
+    os.killpg(first.pid, signal.SIGKILL)  # the sweep's own group; its runs die with it (PR_SET_PDEATHSIG)
+    first.wait()
+    deadline = time.monotonic() + 20
+    while processes_writing(out) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_writing(out) == [], "a run outlived its killed sweep"
+    before = {r.name: (r / "manifest.json").stat().st_mtime_ns for r in out.glob("*-s[0-9]")
+              if json.loads((r / "manifest.json").read_text())["status"] == "completed"} if out.exists() else {}
+
+    second = subprocess.run(sweep_cmd(out), capture_output=True, text=True, timeout=540)
+    assert second.returncode == 0, second.stdout + second.stderr
+    grid = json.loads((out / "sweep.json").read_text())
+    assert grid["algos"] == ["grpo", "dhpo-e"] and grid["seeds"] == [0, 1] and grid["steps"] == STEPS
+    names = {"grpo-s0", "grpo-s1", "dhpo-e-s0", "dhpo-e-s1"}
+    assert {p.name for p in out.iterdir() if p.is_dir() and p.name != "logs"} == names
+    for name in names:
+        reader = RunReader(out / name)
+        assert reader.manifest.status == "completed", name
+        assert reader.steps() == list(range(1, STEPS + 1)), name
+    # Completed runs were skipped, not re-run; the killed run resumed from its checkpoint.
+    for name, mtime in before.items():
+        assert (out / name / "manifest.json").stat().st_mtime_ns == mtime, f"{name} was re-run"
+    log = (out / "logs" / f"{killed}.log").read_text()
+    assert "# " in log and " resume\n" in log and "resuming from" in log, log[-2000:]
+    assert f"{len(before)} already complete" in second.stderr
+
+    # The same seed gives every objective the same prompts and first rollout; another seed does not.
+    def first_rollout(name):
+        r = RunReader(out / name)
+        sc = r.scalars().iloc[0]
+        samples = r.samples(1).sort_values("response_id")
+        return ([list(t) for t in samples["token_id"]], sc["reward/mean"], sc["length/mean"],
+                sc["eval/heldout_reward_initial"])
+
+    for seed in (0, 1):
+        assert first_rollout(f"grpo-s{seed}") == first_rollout(f"dhpo-e-s{seed}")
+    assert first_rollout("grpo-s0")[0] != first_rollout("grpo-s1")[0]
+
+    # A different grid in the same directory is refused, naming what differs.
+    other = subprocess.run([*sweep_cmd(out)[:6], "grpo", *sweep_cmd(out)[7:]], capture_output=True, text=True,
+                           timeout=120)
+    assert other.returncode == 2 and "algos differ" in other.stderr
+
+    compared = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(out)], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert compared.returncode == 0, compared.stderr
+    assert "4 runs, 2 labels" in compared.stdout and "dhpo-e-branch" in compared.stdout
