@@ -1,13 +1,15 @@
-"""Synthetic runs: realistic fake run directories without torch (dashboard tests and demos).
+"""Synthetic runs: realistic fake run directories (dashboard tests, demos and benchmarks/dashboard.py).
 
     write_synthetic_run("runs/demo-dhpo", steps=200, algo="dhpo-e", collapse_at=120)
 
 Each step simulates a small rollout (prompts × group responses × tokens) with numpy — entropy, log-ratios,
-rewards, lengths — applies the algorithm's trust regions and PPO clip semantics, and reduces it with the
-same TelemetryState path as real training (dhpo_suite.runs.reference), so metric names, histogram names
-and edges, outlier and sample schemas are exactly those of a real run. With `collapse_at=k`, from step k
-on token entropy shrinks geometrically, the policy drifts (|log r| grows, more clipping) and reward
-stalls: the signature the dashboard's collapse view looks for.
+rewards, lengths — then scores it with the objective library itself (`get_objective(algo)`, its paper
+defaults: the same ratios, mixing weight, trust regions, clipping and per-token loss as a real run; no
+formula is repeated here) and reduces it with the same TelemetryState path as real training
+(dhpo_suite.runs.reference), so metric names, histogram names and edges, outlier and sample schemas are
+exactly those of a real run. With `collapse_at=k`, from step k on token entropy shrinks geometrically, the
+policy drifts (|log r| grows, more clipping) and reward stalls: the signature the dashboard's collapse view
+looks for. Importing this module does not import torch; writing a record does (the objective library).
 """
 
 from __future__ import annotations
@@ -24,18 +26,33 @@ from .records import StepRecord
 from .state import TelemetryState
 from .writer import RunWriter
 
-__all__ = ["write_synthetic_run", "synthetic_record", "synthetic_manifest", "ALGO_BOUNDS"]
+__all__ = ["write_synthetic_run", "synthetic_record", "synthetic_manifest", "ALGOS", "ALGO_BOUNDS"]
 
-ALGO_BOUNDS: dict[str, dict[str, tuple[float, float] | None]] = {
-    "grpo": {"token": (0.8, 1.2), "sequence": None},
-    "gspo": {"token": None, "sequence": (1 - 3e-4, 1 + 4e-4)},
-    "gmpo": {"token": (math.exp(-0.4), math.exp(0.4)), "sequence": None},
-    "cispo": {"token": (0.0, 1.2), "sequence": None},
-    "sapo": {"token": None, "sequence": None},
-    "dhpo-a": {"token": (0.8, 1.28), "sequence": (0.8, 1.28), "mixed": (0.8, 1.28)},
-    "dhpo-e": {"token": (0.8, 1.28), "sequence": (0.8, 1.28), "mixed": (0.8, 1.28)},
-}
-"""Trust regions (ratio space) per branch, as the objective library reports them (paper defaults)."""
+ALGOS = ("grpo", "gspo", "gmpo", "cispo", "sapo", "dhpo-a", "dhpo-e")
+"""The objectives a synthetic run can simulate (each with the library's defaults)."""
+_FIELDS = ("ratio", "low", "high", "outside_low", "outside_high", "binding_low", "binding_high")
+
+
+def __getattr__(name: str):
+    if name == "ALGO_BOUNDS":  # computed on use: the objective library imports torch
+        return _algo_bounds()
+    raise AttributeError(name)
+
+
+def _algo_bounds() -> dict[str, dict[str, tuple[float, float] | None]]:
+    """Trust regions (ratio space) per branch, as the objective library reports them with its defaults."""
+    import torch
+
+    from dhpo_suite.train.objectives import get_objective
+
+    one = torch.zeros(1, 2)
+    bounds = {}
+    for algo in ALGOS:
+        out = get_objective(algo)(one, one, torch.ones(1), torch.ones(1, 2, dtype=torch.bool), entropy=one)
+        bounds[algo] = {k: None if b.high is None else (b.low, b.high) for k, b in out.branches.items()}
+    return bounds
+
+
 _WORDS = ["The", " answer", " is", " \\boxed{", "4", "2", "}", ".", " Let", " x", " =", " so", " we", " get"]
 
 
@@ -76,10 +93,12 @@ def synthetic_spec(max_len: int = 128) -> TelemetrySpec:
 def synthetic_manifest(
     algo: str, seed: int = 0, group_size: int = 8, collapse_at: int | None = None, max_len: int = 128
 ) -> Manifest:
-    if algo not in ALGO_BOUNDS:
-        raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(ALGO_BOUNDS)}")
+    from dhpo_suite.train.objectives import get_objective
+
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(ALGOS)}")
     return Manifest(
-        algorithm=algo, hparams={"eps_low": 0.2, "eps_high": 0.28, "lr": 1e-6, "group_size": group_size},
+        algorithm=algo, hparams={**get_objective(algo).hparams, "lr": 1e-6, "group_size": group_size},
         model="synthetic", task="synthetic-arithmetic", backend="synthetic", seed=seed,
         telemetry=synthetic_spec(max_len).to_dict(), config={"synthetic": True, "collapse_at": collapse_at},
     )
@@ -96,8 +115,8 @@ def synthetic_record(
     max_len: int = 128,
 ) -> StepRecord:
     """One simulated step's StepRecord (what TelemetryAccumulator.to_record returns in training)."""
-    if algo not in ALGO_BOUNDS:
-        raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(ALGO_BOUNDS)}")
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(ALGOS)}")
     rng = np.random.default_rng(rng) if isinstance(rng, int) else rng
     st = TelemetryState(synthetic_spec(max_len))
     _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_len)
@@ -118,8 +137,7 @@ def _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_le
     correct = rng.random(n) < 1 / (1 + np.exp(-(math.log(p_correct / (1 - p_correct)) - difficulty)))
     rewards = correct.astype(np.float64)
     lengths = np.clip(rng.normal(0.5 * max_len + 0.1 * step, 0.2 * max_len, n), 4, max_len).astype(np.int64)
-    grouped = rewards.reshape(prompts, group_size)
-    adv = ((grouped - grouped.mean(1, keepdims=True)) / (grouped.std(1, keepdims=True) + 1e-6)).reshape(-1)
+    adv = _group_advantages(rewards, group_size)
     rids = np.arange(n, dtype=np.int64) + step * 1_000_000
     st.add_responses(response_id=rids, reward=rewards, length=lengths, truncated=lengths >= max_len,
                      correct=correct, group_id=rids // group_size)
@@ -130,49 +148,35 @@ def _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_le
     drift = 0.08 * (1 + 0.1 * collapse)  # the policy moves further per step once it collapses
     log_ratio = np.clip(rng.normal(0, drift, (n, max_len)) * (0.3 + np.sqrt(entropy)), -20, 20).astype(np.float32)
     A = np.broadcast_to(adv[:, None], mask.shape).astype(np.float32)
-    branches, w = _branches(algo, log_ratio, entropy, mask, A)
     old_lp = (-entropy * rng.random((n, max_len))).astype(np.float32)
+    out = _score(algo, old_lp, log_ratio, A, mask, entropy)
     add_update_numpy(
-        st, mask=mask, advantages=A, log_ratio=log_ratio, branches=branches, response_ids=rids,
-        loss_mat=-A * np.exp(log_ratio), entropy=entropy, w=w,
-        token_ids=rng.integers(0, 14, (n, max_len)), old_log_prob=old_lp,
+        st, mask=out["mask"], advantages=A, log_ratio=out["log_ratio"], branches=out["branches"], response_ids=rids,
+        loss_mat=out["loss_mat"], entropy=entropy, w=out["w"], token_ids=rng.integers(0, 14, (n, max_len)),
+        old_log_prob=old_lp,
     )
 
 
-def _branches(algo, log_ratio, entropy, mask, A):
-    """Branch ratios and flags with the objective library's semantics (DHPO: branch clipping, eq. 10)."""
-    r = np.exp(log_ratio)
-    seq = np.exp((log_ratio * mask).sum(-1) / np.maximum(mask.sum(-1), 1))[:, None] * np.ones_like(r)
-    bounds = ALGO_BOUNDS[algo]
-    if not algo.startswith("dhpo"):
-        out = {b: _flags(ratio, bounds[b], mask, A, None) for b, ratio in (("token", r), ("sequence", seq))}
-        return out, None
-    if algo == "dhpo-e":
-        lo = np.where(mask, entropy, np.inf).min(-1, keepdims=True)
-        hi = np.where(mask, entropy, -np.inf).max(-1, keepdims=True)
-        w = np.where(mask, (entropy - lo) / np.maximum(hi - lo, 1e-6), 0).astype(np.float32)
-    else:
-        w = np.where(mask, 0.5, 0.0).astype(np.float32)
-    m = w * r + (1 - w) * seq
-    m_clip = w * np.clip(r, *bounds["token"]) + (1 - w) * np.clip(seq, *bounds["sequence"])
-    active = mask & (-A * m_clip > -A * m)
-    out = {"token": _flags(r, bounds["token"], mask, A, active),
-           "sequence": _flags(seq, bounds["sequence"], mask, A, active),
-           "mixed": _flags(m, bounds["mixed"], mask, A, active, inside_too=True)}
-    return out, w
+def _group_advantages(rewards: np.ndarray, group_size: int) -> np.ndarray:
+    """Eq. 1, from the objective library."""
+    import torch
+
+    from dhpo_suite.train.objectives import group_advantages
+
+    return group_advantages(torch.from_numpy(rewards), group_size).numpy()
 
 
-def _flags(ratio, bounds, mask, A, active, inside_too=False):
-    """Branch fields. binding = outside on that side and the clipped side of the min is active
-    (`active` None: plain PPO clip of this branch, i.e. binding = outside on the side A's sign selects)."""
-    ratio = ratio.astype(np.float32)
-    none = np.zeros(mask.shape, dtype=bool)
-    if bounds is None:
-        return {"ratio": ratio, "low": None, "high": None, "outside_low": none, "outside_high": none,
-                "binding_low": none, "binding_high": none}
-    low, high = bounds
-    ol, oh = mask & (ratio < low), mask & (ratio > high)
-    act = mask if active is None else active
-    bl, bh = (act, act) if inside_too else (ol & act, oh & act)
-    return {"ratio": ratio, "low": float(low), "high": float(high), "outside_low": ol, "outside_high": oh,
-            "binding_low": bl & (A < 0), "binding_high": bh & (A > 0)}
+def _score(algo, old_lp, log_ratio, A, mask, entropy) -> dict:
+    """The objective library's per-token output for the simulated tokens, as numpy (add_update_numpy's input)."""
+    import torch
+
+    from dhpo_suite.train.objectives import get_objective
+
+    old = torch.from_numpy(old_lp)
+    out = get_objective(algo)(old + torch.from_numpy(log_ratio), old, torch.from_numpy(np.ascontiguousarray(A)),
+                              torch.from_numpy(mask), entropy=torch.from_numpy(entropy))
+    as_np = lambda v: v.numpy() if isinstance(v, torch.Tensor) else v  # noqa: E731
+    branches = {k: {f: as_np(getattr(b, f)) for f in _FIELDS} for k, b in out.branches.items()}
+    w = None if out.mix_weight is None else out.mix_weight.numpy()
+    return {"mask": out.response_mask.numpy(), "log_ratio": out.log_ratio.numpy(), "loss_mat": out.loss_mat.numpy(),
+            "branches": branches, "w": w}
