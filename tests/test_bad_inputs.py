@@ -121,6 +121,15 @@ def _custom_tokenizer(path: Path) -> Path:
     return path
 
 
+def _binary(path: Path) -> Path:
+    """A file of random bytes (a binary file passed where JSONL belongs)."""
+    import random
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(random.Random(0).randrange(256) for _ in range(3000)))
+    return path
+
+
 def _file(tmp: Path) -> Path:
     (tmp / "a-file").write_text("keep me\n")
     return tmp / "a-file"
@@ -197,6 +206,12 @@ CASES = [
     Case("eval-out-is-a-file", lambda t, f: _eval(t)[:-1] + [str(_file(t))], 2, "is a file, not a results"),
     Case("eval-second-writer", lambda t, f: (_held(f, _eval_results(t)), _eval(t, "--resume"))[1], 2,
          "another writer is using it (pid"),
+    # -- data files: a binary file is one line naming the file and line (before any engine or worker)
+    Case("eval-binary-data-file", lambda t, f: ["eval", "--bench", "aime24", "--model", str(_model_dir(t / "m")),
+                                                "--data-dir", str(_binary(t / "data" / "aime24.jsonl").parent),
+                                                "--out", str(t / "res")], 2, "aime24.jsonl:1: "),
+    Case("grade-binary-file", lambda t, f: ["grade", str(_binary(t / "rows.jsonl")), "--out", str(t / "g.jsonl")],
+         2, "rows.jsonl:1: "),
     # -- dashboard
     Case("dashboard-port-70000", lambda t, f: ["dashboard", str(t), "--port", "70000"], 2,
          "--port: must be an integer from 1 to 65535, got 70000"),

@@ -94,3 +94,78 @@ def test_new_run_refuses_an_existing_run_directory(ci_run):
 
     with pytest.raises(ConfigError, match="already holds a run"):
         train(TrainConfig(out=str(ci_run.run_dir)), show_progress=False)
+
+
+def _copy_run(ci_run, dest):
+    import shutil
+
+    from dhpo_suite.runs.lock import LOCK_FILE
+
+    shutil.copytree(ci_run.run_dir, dest, ignore=shutil.ignore_patterns(LOCK_FILE))
+    return dest
+
+
+def _resume_cli(out, *extra):
+    """`dhpo-suite train --resume --out OUT ...` in-process; (exit code, stderr)."""
+    from typer.testing import CliRunner
+
+    from dhpo_suite.cli import app
+
+    res = CliRunner().invoke(app, ["train", "--resume", "--out", str(out), "--no-progress", *extra])
+    return res.exit_code, res.stderr
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_corrupt_final_checkpoint_falls_back_to_the_previous_one_exactly(ci_run, tmp_path):
+    """The issue's case: trainer_state.pt of the last COMPLETE checkpoint is damaged. Resume warns in one line,
+    restarts from step 4 and reaches the uninterrupted run's step-8 weights bit for bit."""
+    out = _copy_run(ci_run, tmp_path / "run")
+    state = out / "checkpoints" / "step-000008" / "trainer_state.pt"
+    state.write_bytes(state.read_bytes()[:1000])
+    code, err = _resume_cli(out)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "checkpoint step 8 unusable" in warning[0] and "falling back to step 4" in warning[0]
+    assert str(state) in warning[0]
+    assert "Traceback" not in err
+    reference = _weights(ci_run.run_dir / "checkpoints" / "step-000008")
+    resumed = _weights(out / "checkpoints" / "step-000008")
+    for name, tensor in reference.items():
+        torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=0, msg=name)
+
+
+def test_crafted_pickle_weights_in_a_checkpoint_never_run(ci_run, tmp_path):
+    """Step 8's weights replaced by a pytorch_model.bin that runs a command when unpickled: resume reads
+    safetensors only, so it falls back to step 4 and the command never runs."""
+    out = _copy_run(ci_run, tmp_path / "run")
+    marker = tmp_path / "PWNED"
+    step8 = out / "checkpoints" / "step-000008"
+    weights = _weights(step8)
+    (step8 / "model.safetensors").unlink()
+    torch.save({**weights, "lm_head.weight": _RunsCode(marker)}, step8 / "pytorch_model.bin")
+    code, err = _resume_cli(out, "--steps", "9")
+    assert code == 0, err
+    assert not marker.exists()
+    assert "checkpoint step 8 unusable" in err and "falling back to step 4" in err
+    reference = _weights(ci_run.run_dir / "checkpoints" / "step-000008")
+    for name, tensor in reference.items():  # step 8 redone from step 4, exactly
+        torch.testing.assert_close(_weights(step8)[name], tensor, rtol=0, atol=0, msg=name)
+
+
+def test_resuming_a_finished_run_says_so_with_its_real_figures(ci_run):
+    manifest = (ci_run.run_dir / "manifest.json").read_bytes()
+    code, err = _resume_cli(ci_run.run_dir)
+    assert code == 0, err
+    assert (f"already finished at step {CI_STEPS} of {CI_STEPS}; held-out reward {ci_run.heldout_initial:.3f} -> "
+            f"{ci_run.heldout_final:.3f}") in err
+    assert (ci_run.run_dir / "manifest.json").read_bytes() == manifest  # nothing rewritten
+    code, err = _resume_cli(ci_run.run_dir, "--steps", "3")
+    assert code == 2 and err.strip() == (f"error: --steps: 3 is fewer than the {CI_STEPS} steps {ci_run.run_dir} "
+                                         f"has already recorded; give --steps {CI_STEPS} or more")
