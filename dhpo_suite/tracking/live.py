@@ -36,7 +36,8 @@ class LiveMirrors:
         self._warned: set[str] = set()
         self.dropped = 0
         self.submit_s = 0.0  # time spent in submit() by the training thread
-        self.work_s = 0.0  # time the mirror thread spent logging steps
+        self.work_s = 0.0  # wall time the mirror thread spent logging steps
+        self.work_cpu_s = 0.0  # CPU time of the mirror thread while logging steps
         self.active: list[Any] = []
         self._thread = threading.Thread(target=self._run, name="dhpo-suite-mirrors", daemon=True)
         if self.names:
@@ -91,7 +92,7 @@ class LiveMirrors:
             record = self._queue.get()
             if record is _STOP:
                 break
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             samples = self.table_every > 0 and record.step % self.table_every == 0
             for mirror in list(self.active):
                 try:
@@ -99,6 +100,7 @@ class LiveMirrors:
                 except BaseException as e:  # noqa: BLE001
                     self._drop(mirror, e)
             self.work_s += time.perf_counter() - t0
+            self.work_cpu_s += time.thread_time() - c0
         for mirror in list(self.active):
             try:
                 mirror.close()

@@ -1,0 +1,108 @@
+"""Mirroring cost (TensorBoard + W&B offline) beside the embedded trainer, and a 1000-step export.
+
+    .venv/bin/python benchmarks/tracking.py               # ~5-10 min on 2 shared cores
+    .venv/bin/python benchmarks/tracking.py --steps 3 --export-steps 200   # quicker
+
+1. Overhead, side by side in one process: the default tiny-model run trained for N steps with
+   `logger="none"` and again with `logger="tensorboard,wandb"` (same seed, same steps). For the mirrored run
+   the mirrors' own timers give the training thread's cost (`submit`, a queue put) and the mirror thread's
+   wall and CPU time per step, each as a fraction of the training step (rollout + reward + update +
+   telemetry, the trainer's own `time/*_s` columns). The step-time difference between the two runs is
+   printed too; on a shared 2-core machine it is mostly noise.
+2. Export: a 1000-step synthetic run (runs.synthetic) mirrored with `export_run` to TensorBoard and to an
+   offline W&B run; wall time of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+STEP_COLUMNS = ("time/rollout_s", "time/reward_s", "time/update_s", "time/telemetry_s")
+
+
+def train_run(out: Path, steps: int, logger: str, spies: list) -> list[float]:
+    """Train the default tiny run for `steps` steps; returns the per-step training time (s)."""
+    from dhpo_suite.runs import RunReader
+    from dhpo_suite.train.embedded import TrainConfig, train
+    from dhpo_suite.train.embedded import loop
+
+    real = loop.open_live
+
+    def spy(*args, **kwargs):  # keep the LiveMirrors the loop opens, to read its timers
+        mirrors = real(*args, **kwargs)
+        spies.append(mirrors)
+        return mirrors
+
+    loop.open_live = spy
+    try:
+        cfg = dataclasses.replace(TrainConfig(), steps=steps, out=str(out), logger=logger, eval_every=0,
+                                  eval_prompts=8, checkpoint_every=steps)
+        train(cfg, log=lambda s: None, show_progress=False)
+    finally:
+        loop.open_live = real
+    frame = RunReader(out).scalars()
+    return [float(sum(row[c] for c in STEP_COLUMNS)) for _, row in frame.iterrows()]
+
+
+def overhead(root: Path, steps: int) -> None:
+    spies: list = []
+    plain = train_run(root / "runs" / "plain", steps, "none", [])
+    mirrored = train_run(root / "runs" / "mirrored", steps, "tensorboard,wandb", spies)
+    m = spies[0]
+    step = statistics.mean(mirrored)
+    n = len(mirrored)
+    print(f"\n## overhead: default tiny run, {n} steps each, logger none vs tensorboard,wandb (offline)")
+    print(f"training step, logger none:               {statistics.mean(plain):8.3f} s  (per-step: "
+          f"{', '.join(f'{x:.2f}' for x in plain)})")
+    print(f"training step, tensorboard+wandb:         {step:8.3f} s  (per-step: "
+          f"{', '.join(f'{x:.2f}' for x in mirrored)})")
+    print(f"difference (noise on a shared machine):   {100 * (step / statistics.mean(plain) - 1):+8.2f} %")
+    print(f"training thread, submit per step:         {1e6 * m.submit_s / n:8.1f} us  "
+          f"= {100 * m.submit_s / n / step:.4f} % of a step")
+    print(f"mirror thread, wall per step:             {1e3 * m.work_s / n:8.2f} ms  "
+          f"= {100 * m.work_s / n / step:.3f} % of a step")
+    print(f"mirror thread, CPU per step:              {1e3 * m.work_cpu_s / n:8.2f} ms  "
+          f"= {100 * m.work_cpu_s / n / step:.3f} % of a step")
+    print(f"steps dropped by the mirrors:             {m.dropped}")
+
+
+def export_timing(root: Path, steps: int) -> None:
+    from dhpo_suite.runs.synthetic import write_synthetic_run
+    from dhpo_suite.tracking import export_run
+
+    run = root / "runs" / f"synthetic-{steps}"
+    t0 = time.perf_counter()
+    write_synthetic_run(run, steps=steps, algo="dhpo-e")
+    made = time.perf_counter() - t0
+    print(f"\n## export: synthetic dhpo-e run, {steps} steps (written in {made:.1f} s)")
+    for to in ("tensorboard", "wandb"):
+        t0 = time.perf_counter()
+        result = export_run(run, to, root / f"export-{to}", table_every=10)
+        wall = time.perf_counter() - t0
+        print(f"export --to {to:<12} {result.steps} steps in {wall:6.2f} s  ({1e3 * wall / result.steps:.2f} ms/step)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=6, help="training steps per run (overhead)")
+    ap.add_argument("--export-steps", type=int, default=1000, help="steps of the exported synthetic run")
+    ap.add_argument("--skip-train", action="store_true", help="export timing only")
+    args = ap.parse_args()
+    os.environ.setdefault("WANDB_MODE", "offline")  # no account, no network
+    os.environ.setdefault("WANDB_SILENT", "true")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+    with tempfile.TemporaryDirectory(prefix="dhpo-tracking-") as tmp:
+        if not args.skip_train:
+            overhead(Path(tmp), args.steps)
+        export_timing(Path(tmp), args.export_steps)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""verl's own `Tracking` (trainer.logger) carries our step telemetry next to verl's metrics, on verl's steps.
+
+These drive verl's real `verl.utils.tracking.Tracking` the way its trainer does (built with the resolved
+config, `log(metrics, step=global_steps)` once per step after the update committed the step to our run
+directory), with its real TensorBoard and offline W&B backends.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from dhpo_suite.runs import RunReader
+from tests.tracking import readback, wandb_records
+
+VERL_METRICS = frozenset({"actor/pg_clipfrac", "critic/score/mean", "training/global_step"})
+
+
+@pytest.fixture
+def Tracking():
+    import verl  # noqa: F401 - imports our plugin (verl.plugins entry point)
+    from verl.utils import tracking
+
+    from dhpo_suite.train.verl_backend import hooks
+
+    hooks.install()  # idempotent; also when the entry point is disabled (VERL_USE_EXTERNAL_PLUGINS)
+    assert getattr(tracking.Tracking, "__dhpo_suite_tracking__", False)
+    return tracking.Tracking
+
+
+def _config(run_dir, loss_mode="dhpo_suite.dhpo-e"):
+    """The parts of verl's resolved ppo_trainer config that Tracking and our hook read."""
+    return {"trainer": {"project_name": "p", "experiment_name": "e"},
+            "actor_rollout_ref": {"actor": {"policy_loss": {"loss_mode": loss_mode, "run_dir": str(run_dir)}}}}
+
+
+def _train(tracker, steps):
+    for step in steps:  # what verl's fit() logs after each step
+        tracker.log(data={"actor/pg_clipfrac": 0.01 * step, "critic/score/mean": 0.5,
+                          "training/global_step": step}, step=step)
+    tracker.finish()
+
+
+def test_tensorboard_holds_verl_metrics_and_ours_on_the_same_steps(Tracking, synthetic_run, tmp_path,
+                                                                   monkeypatch):
+    run = synthetic_run(steps=4)
+    monkeypatch.setenv("TENSORBOARD_DIR", str(tmp_path / "tb"))
+    _train(Tracking("p", "e", default_backend=["console", "tensorboard"], config=_config(run)), range(1, 5))
+    assert len(list((tmp_path / "tb").glob("events.out.tfevents.*"))) == 1  # one event file: verl's
+    acc = readback.tensorboard_events(tmp_path / "tb")
+    readback.assert_tensorboard_matches(acc, run, other_tags=VERL_METRICS)
+    assert [e.step for e in acc.Scalars("actor/pg_clipfrac")] == [e.step for e in acc.Scalars("clip/mixed/binding")]
+    assert readback.tensorboard_manifest(acc, "dhpo_suite/manifest") == RunReader(run).manifest.to_dict()
+
+
+def test_one_wandb_run_holds_verl_metrics_and_ours(Tracking, synthetic_run, tmp_path, monkeypatch):
+    import wandb
+
+    run = synthetic_run(steps=10)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    _train(Tracking("p", "e", default_backend=["wandb"], config=_config(run)), range(1, 11))
+    wandb.teardown()  # as at process exit: the service writes the offline run's last records
+    offline = wandb_records.offline_run(tmp_path)
+    history = wandb_records.history(offline)
+    readback.assert_wandb_matches(history, run, other_keys=VERL_METRICS | {"samples"})
+    assert all(history[s]["actor/pg_clipfrac"] == pytest.approx(0.01 * s) for s in range(1, 11))
+    assert "samples" in history[10]  # the sampled rollouts table, every 10 steps
+    config = wandb_records.config(offline)
+    assert config["trainer"] == {"project_name": "p", "experiment_name": "e"}  # verl's config, untouched
+    assert config["dhpo_suite"] == RunReader(run).manifest.to_dict()  # our manifest beside it
+
+
+def test_runs_without_our_loss_are_left_alone(Tracking, synthetic_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("TENSORBOARD_DIR", str(tmp_path / "tb"))
+    tracker = Tracking("p", "e", default_backend=["tensorboard"], config=_config(synthetic_run(2), "vanilla"))
+    assert tracker._dhpo_mirror is None
+    _train(tracker, [1, 2])
+    assert set(readback.tensorboard_events(tmp_path / "tb").Tags()["scalars"]) == VERL_METRICS
+
+
+def test_an_unreadable_run_directory_warns_once_and_verl_logs_on(Tracking, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("TENSORBOARD_DIR", str(tmp_path / "tb"))
+    tracker = Tracking("p", "e", default_backend=["tensorboard"], config=_config(tmp_path / "missing"))
+    with caplog.at_level(logging.WARNING):
+        _train(tracker, [1, 2, 3])
+    ours = [r for r in caplog.records if "dhpo_suite" in r.getMessage()]
+    assert len(ours) == 1 and "manifest.json" in ours[0].getMessage()
+    acc = readback.tensorboard_events(tmp_path / "tb")
+    assert [e.step for e in acc.Scalars("actor/pg_clipfrac")] == [1, 2, 3]
