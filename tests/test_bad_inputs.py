@@ -169,6 +169,8 @@ CASES = [
     # -- train: models that ask to run their own code are refused (never a prompt)
     Case("train-model-custom-code", lambda t, f: ["train", "--model", str(_model_dir(
         t / "m", auto_map={"AutoModelForCausalLM": "modeling_x.X"}))], 2, "'auto_map' asks to run the model's own"),
+    Case("eval-model-custom-code", lambda t, f: ["eval", "--bench", "arith", "--model", str(_model_dir(
+        t / "m", auto_map={"AutoModelForCausalLM": "modeling_x.X"}))], 2, "'auto_map' asks to run the model's own"),
     Case("train-tokenizer-custom-code", lambda t, f: ["train", "--model", str(_custom_tokenizer(t / "m"))], 2,
          "tokenizer_config.json: 'auto_map' asks to run the model's own Python code"),
     # -- train --resume semantics
@@ -316,7 +318,7 @@ def test_unexpected_errors_are_one_line_unless_debug(monkeypatch):
 
 
 def test_debug_flag_sets_the_switch(monkeypatch):
-    monkeypatch.delenv("DHPO_DEBUG", raising=False)
+    monkeypatch.setenv("DHPO_DEBUG", "0")  # restored after the test: the flag sets it for the whole process
     res = CliRunner().invoke(app, ["--debug", "train", "--steps", "0"])
     assert res.exit_code == 2 and os.environ.get("DHPO_DEBUG") == "1"
 

@@ -90,6 +90,12 @@ def _check_model_dir(path: Path, option: str) -> None:
         raise typer.BadParameter(f"{option}: {path} is not a directory")
     if not (path / "config.json").is_file():
         raise typer.BadParameter(f"{option}: {path} is not a Hugging Face model directory (no config.json)")
+    from dhpo_suite.models.local import ModelDirError, refuse_custom_code
+
+    try:
+        refuse_custom_code(path)  # never run a model's shipped code, never prompt for it
+    except ModelDirError as e:
+        raise typer.BadParameter(f"{option}: {e}") from None
 
 
 def register(app: typer.Typer) -> None:

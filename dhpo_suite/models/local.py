@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["ModelDirError", "check_model_dir", "load_model"]
+__all__ = ["ModelDirError", "check_model_dir", "load_model", "refuse_custom_code"]
 
 
 class ModelDirError(ValueError):
@@ -32,7 +32,7 @@ def check_model_dir(path: str | Path) -> Path:
         raise ModelDirError(f"{cfg}: line {e.lineno} column {e.colno}: invalid JSON ({e.msg})") from None
     if not isinstance(config, dict) or "model_type" not in config:
         raise ModelDirError(f"{cfg}: no 'model_type' field")
-    _refuse_custom_code(p)
+    refuse_custom_code(p)
     if not any(p.glob("*.safetensors")) and not any(p.glob("*.bin")):
         raise ModelDirError(f"{p}: no weights (*.safetensors or *.bin)")
     if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
@@ -40,7 +40,7 @@ def check_model_dir(path: str | Path) -> Path:
     return p
 
 
-def _refuse_custom_code(p: Path) -> None:
+def refuse_custom_code(p: Path) -> None:
     """ModelDirError when config.json or tokenizer_config.json maps classes to the directory's own code."""
     for name in ("config.json", "tokenizer_config.json"):
         f = p / name
@@ -62,7 +62,7 @@ def load_model(path: Path, safetensors_only: bool = False):
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _refuse_custom_code(Path(path))
+    refuse_custom_code(Path(path))
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, dtype="float32", trust_remote_code=False,
