@@ -22,3 +22,31 @@ def test_cache_key_follows_the_stop_test():
     assert _key(dataclasses.replace(base, temperature=0.7)) != _key(base)
     assert _key(dataclasses.replace(base, max_new_tokens=7)) != _key(base)
     assert _key(dataclasses.replace(base, seed=base.seed + 1)) != _key(base)
+
+
+def test_concurrent_requests_build_the_warm_start_once(tmp_path):
+    """Two processes asking for the same uncached warm-start: one builds, the other waits and reuses it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys, time, json
+        from pathlib import Path
+        import dhpo_suite.train.embedded.sft as sft
+        def fake_build(final, task, **kw):  # stands in for the minutes-long supervised run
+            time.sleep(1.0)
+            tmp = final.with_name(final.name + ".tmp"); tmp.mkdir()
+            (tmp / "sft.json").write_text(json.dumps({{"by": sys.argv[1]}}))
+            tmp.rename(final)
+            print("built", flush=True)
+        sft._build = fake_build
+        class Task: name = "arithmetic"
+        d = sft.warm_started_tiny_model(Path({str(tmp_path)!r}), Task(), target=0.25, max_steps=1, seed=0,
+                                        accuracy_fn=None, stop_test={{}}, log=print)
+        print(json.loads((d / "sft.json").read_text())["by"], flush=True)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], stdout=subprocess.PIPE, text=True) for i in (1, 2)]
+    outs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert sum(o.count("built") for o in outs) == 1, outs
+    assert outs[0][-1] == outs[1][-1]  # both got the one entry

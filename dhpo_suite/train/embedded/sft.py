@@ -8,6 +8,7 @@ The result is cached as an HF directory (built once, reused by every run with th
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
@@ -80,15 +81,26 @@ def warm_started_tiny_model(cache: Path, task, *, target: float, max_steps: int,
 
     `accuracy_fn(model, tokenizer) -> float`; `stop_test`: the facts it depends on (sampling temperature,
     token budget, problems, seeds), part of the cache key. Built in a temp dir and renamed into place (atomic): a run
-    killed during the build leaves no half-built cache entry.
+    killed during the build leaves no half-built cache entry. Processes asking for the same entry at once wait
+    for one builder (a file lock) instead of each building it into the same temp dir.
     """
+    final = Path(cache) / f"tiny-{task.name}-sft-{_recipe_key(task.name, target, max_steps, seed, stop_test)}"
+    if (final / "sft.json").exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.with_name(final.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if not (final / "sft.json").exists():
+            _build(final, task, target=target, max_steps=max_steps, seed=seed, accuracy_fn=accuracy_fn,
+                   stop_test=stop_test, log=log)
+    return final
+
+
+def _build(final: Path, task, *, target, max_steps, seed, accuracy_fn, stop_test, log) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from dhpo_suite.models.tiny import build_tiny_model
 
-    final = Path(cache) / f"tiny-{task.name}-sft-{_recipe_key(task.name, target, max_steps, seed, stop_test)}"
-    if (final / "sft.json").exists():
-        return final
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     build_tiny_model(tmp, seed=seed)
@@ -106,4 +118,3 @@ def warm_started_tiny_model(cache: Path, task, *, target: float, max_steps: int,
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     log(f"warm-start: done after {steps} steps, accuracy {acc:.0%}")
-    return final
