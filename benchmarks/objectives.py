@@ -17,7 +17,7 @@ import torch
 from verl.trainer.ppo.core_algos import get_policy_loss_fn
 from verl.workers.config.actor import FSDPActorConfig
 
-from dhpo_suite.train.objectives import OBJECTIVES, get_objective
+from dhpo_suite.train.objectives import OBJECTIVES, PAPER_AGG_MODE, get_objective
 
 
 def make_inputs(B: int, T: int, device: str):
@@ -68,14 +68,16 @@ def main() -> None:
     cfg = FSDPActorConfig(rollout_n=1, ppo_micro_batch_size_per_gpu=1, clip_ratio_low=0.2, clip_ratio_high=0.2)
     vanilla = get_policy_loss_fn("vanilla")
     adv2d, maskf = adv[:, None].expand_as(lp), mask.float()
-    fns = {"verl vanilla": lambda x: vanilla(old, x, adv2d, maskf, "token-mean", cfg)[0]}
+    # verl's loss under the aggregation every objective here uses by default (the shared setting)
+    fns = {"verl vanilla": lambda x: vanilla(old, x, adv2d, maskf, PAPER_AGG_MODE, cfg)[0]}
     rows = [(n, {}) for n in OBJECTIVES] + [("dhpo-e", {"clip": "unified"}), ("dhpo-e", {"entropy_scope": "batch"})]
     for n, hp in rows:
         obj = get_objective(n, **hp)
         fns[n + "".join(f" {k}={v}" for k, v in hp.items())] = lambda x, obj=obj: obj(x, old, adv, mask, ent).loss
     ms = interleaved_medians(fns, lp, args.reps, args.device)
     name = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"B={args.batch} T={args.tokens} fp32 on {name}; median of {args.reps} interleaved forward+backward calls")
+    print(f"B={args.batch} T={args.tokens} fp32 on {name}; median of {args.reps} interleaved forward+backward calls;"
+          f" loss_agg_mode {PAPER_AGG_MODE} for every row")
     print(f"{'objective':<28}{'wall ms':>10}{'x vanilla':>11}{'CPU ms':>10}{'x vanilla':>11}")
     base_w, base_c = ms["verl vanilla"]
     for label, (w, c) in ms.items():
