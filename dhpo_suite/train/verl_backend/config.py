@@ -34,9 +34,9 @@ class DHPOPolicyLossConfig(PolicyLossConfig):
     """verl's PolicyLossConfig plus dhpo-suite's knobs. None means "the objective's paper default"."""
 
     mixing: Optional[str] = None
-    """DHPO mixing weight: "avg" (w = avg_weight) or "entropy" (w = g(sg[H]), eq. 9)."""
+    """DHPO mixing weight: "avg" (w = avg_weight) or "entropy" (w = g(sg[H]), eq. 10)."""
     clip: Optional[str] = None
-    """DHPO clipping: "branch" (each ratio in its own region, eq. 10) or "unified" (ablation, eq. 11)."""
+    """DHPO clipping: "branch" (each ratio in its own region, eq. 11) or "unified" (the ablation)."""
     seq_clip_ratio_low: Optional[float] = None
     """DHPO sequence-branch ε_low (the token branch uses actor.clip_ratio_low)."""
     seq_clip_ratio_high: Optional[float] = None
