@@ -64,6 +64,7 @@ def register(app: typer.Typer) -> None:
         chunk_tokens: int = _opt("chunk_tokens", "--chunk-tokens"),
         threads: int = _opt("threads", "--threads"),
         grader_workers: int = _opt("grader_workers", "--grader-workers"),
+        reward_unmarked: float = _opt("reward_unmarked", "--reward-unmarked"),
         backend: str = _opt("backend", "--backend"),
         logger: str = _opt("logger", "--logger"),
         preset: str = typer.Option("qwen3-1.7b", "--preset", help="verl backend: cluster preset."),

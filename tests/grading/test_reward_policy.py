@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dhpo_suite.train.embedded.reward import grade_rewards, unmarked_share
 from dhpo_suite.train.verl_backend.reward import compute_score
 
@@ -23,3 +25,11 @@ def test_verl_reward_unmarked_policy():
     assert unmarked == {"score": 1.0, "acc": 1.0, "no_answer": 0.0, "unmarked": 1.0}
     assert compute_score("math", TEXTS[2], "12", reward_unmarked=0.0)["score"] == 0.0
     assert compute_score("math", TEXTS[0], "12", reward_unmarked=0.0)["score"] == 1.0
+
+
+def test_reward_unmarked_is_a_checked_train_option():
+    from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
+
+    assert TrainConfig(reward_unmarked=0.0).validate().reward_unmarked == 0.0
+    with pytest.raises(ConfigError, match="reward_unmarked"):
+        TrainConfig(reward_unmarked=2.0).validate()

@@ -97,6 +97,8 @@ class TrainConfig:
     """torch CPU threads (1 is fastest for the tiny model, and far faster on a shared, oversubscribed CPU)."""
     grader_workers: int = 1
     """Grader worker processes for the reward."""
+    reward_unmarked: float = 1.0
+    """Reward of a correct answer the grader found with no \\boxed{} and no answer line (its fallback); 0: pay marked answers only."""
     backend: str = "embedded"
     """"embedded" (this trainer, CPU) or "verl" (forwards to dhpo_suite.train.verl_backend)."""
     logger: str = "none"
@@ -127,6 +129,8 @@ class TrainConfig:
         for name in ("prompts_per_step", "ppo_epochs", "mini_batches", "steps", "checkpoint_every", "threads",
                      "grader_workers", "chunk_tokens", "train_pool", "eval_prompts"):
             _at_least(name, getattr(self, name), 1)
+        if not 0 <= self.reward_unmarked <= 1:
+            raise ConfigError("reward_unmarked", f"must lie in [0, 1], got {self.reward_unmarked}")
         if self.micro_batch is not None:
             _at_least("micro_batch", self.micro_batch, 1)
         for name in ("warmup_steps", "eval_every", "seed", "sft_max_steps"):

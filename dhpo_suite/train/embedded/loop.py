@@ -21,7 +21,7 @@ import torch
 
 from dhpo_suite.tracking.live import open_live
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
-from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward
+from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward, unmarked_share
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
 from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
 
@@ -104,7 +104,7 @@ def train_step(ctx: _Ctx, step: int, acc) -> dict:
     timer.add("rollout", t0)
     t0 = time.perf_counter()
     golds = [p["answer"] for p in batch for _ in range(cfg.group_size)]
-    rewards, _ = grade_rewards(ctx.pool, roll.texts, golds, ctx.task.bench)
+    rewards, verdicts = grade_rewards(ctx.pool, roll.texts, golds, ctx.task.bench, unmarked=cfg.reward_unmarked)
     timer.add("reward", t0)
     advantages = group_advantages(rewards, cfg.group_size)
     acc.add_rollout(rewards, roll.lengths, roll.truncated, cfg.group_size)
@@ -118,6 +118,7 @@ def train_step(ctx: _Ctx, step: int, acc) -> dict:
     timer.s["update"] -= timer.s["telemetry"] - telemetry_before  # telemetry inside the update: reported on its own
     n_tokens = int(roll.lengths.sum())
     return {"reward": float(rewards.mean()), "grad_norm": sum(norms) / len(norms), "tokens": n_tokens,
+            "unmarked_share": unmarked_share(verdicts),
             "lr": ctx.scheduler.get_last_lr()[0]}
 
 
@@ -127,7 +128,8 @@ def _extra(timer: _Timer, facts: dict, cfg: TrainConfig) -> dict:
     return {"time/rollout_s": s.get("rollout", 0.0), "time/reward_s": s.get("reward", 0.0),
             "time/update_s": s.get("update", 0.0), "time/telemetry_s": s.get("telemetry", 0.0),
             "throughput/rollout_tok_s": facts["tokens"] / max(s.get("rollout", 1e-9), 1e-9),
-            "throughput/update_tok_s": update_tokens / max(s.get("update", 1e-9), 1e-9)}
+            "throughput/update_tok_s": update_tokens / max(s.get("update", 1e-9), 1e-9),
+            "reward/unmarked_share": facts["unmarked_share"]}
 
 
 def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress: bool = True,
