@@ -88,3 +88,17 @@ def test_an_unreadable_run_directory_warns_once_and_verl_logs_on(Tracking, tmp_p
     assert len(ours) == 1 and "manifest.json" in ours[0].getMessage()
     acc = readback.tensorboard_events(tmp_path / "tb")
     assert [e.step for e in acc.Scalars("actor/pg_clipfrac")] == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_logger_option_joins_verls_trainer_logger():
+    """`--backend verl --logger tensorboard`: verl's composed config logs to console and tensorboard."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from dhpo_suite.cli import app
+
+    result = CliRunner().invoke(app, ["train", "--backend", "verl", "--dry-run", "--logger", "tensorboard"])
+    assert result.exit_code == 0, result.output[-2000:]
+    assert re.search(r"\n  logger:\n  - console\n  - tensorboard\n", result.output), result.output[-2000:]
