@@ -155,7 +155,8 @@ def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
 def samples(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
-    return _step_frame("samples", run_dir, step)
+    """Every recorded response of the step: the sampled ones and those outlier tokens come from (`source`)."""
+    return _step_frame("responses", run_dir, step)
 
 
 @st.cache_data(max_entries=512, ttl=_TTL, show_spinner=False)

@@ -164,11 +164,23 @@ _SAMPLE_ARRAYS = ("log_prob", "old_log_prob", "entropy", "w", "token_ratio", "se
 
 
 def build_samples(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+    return _sample_rows(st, sorted(st.samples.values(), key=lambda c: c["key"]), decode)
+
+
+def build_outlier_responses(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+    """The responses outlier tokens come from, by (response id, epoch); those already among the samples (same
+    response and pass) are not repeated."""
+    drawn = {(int(c["response_id"]), int(c["epoch"])) for c in st.samples.values()}
+    cands = [c for c in st.outlier_samples.values() if (int(c["response_id"]), int(c["epoch"])) not in drawn]
+    return _sample_rows(st, sorted(cands, key=lambda c: (c["response_id"], c["epoch"])), decode)
+
+
+def _sample_rows(st: "TelemetryState", cands: list[dict], decode: "Decode | None") -> list[dict]:
     reward = {}
     if st.responses:
         reward = dict(zip(st.responses["response_id"].tolist(), st.responses["reward"].tolist()))
     rows = []
-    for c in sorted(st.samples.values(), key=lambda c: c["key"]):
+    for c in cands:
         row = {
             "response_id": c["response_id"],
             "epoch": c["epoch"],

@@ -30,6 +30,7 @@ from .format import (
 from .manifest import Manifest, read_manifest
 from .records import (
     DISTRIBUTION_OPTIONAL,
+    SAMPLE_OPTIONAL,
     DISTRIBUTION_SCHEMA,
     OUTLIER_SCHEMA,
     SAMPLE_SCHEMA,
@@ -161,8 +162,15 @@ class RunReader:
         return self._step_table("outliers", step, OUTLIER_SCHEMA).to_pandas()
 
     def samples(self, step: int) -> pd.DataFrame:
-        """Sampled responses of one step (SAMPLE_SCHEMA): per-token arrays are list cells."""
-        return self._step_table("samples", step, SAMPLE_SCHEMA).to_pandas()
+        """Sampled responses of one step (SAMPLE_SCHEMA, the hash draw): per-token arrays are list cells."""
+        df = self.responses(step)
+        return df[df["source"] == "sample"].reset_index(drop=True)
+
+    def responses(self, step: int) -> pd.DataFrame:
+        """Every recorded response of one step: the sampled ones (`source` "sample"), then those outlier tokens
+        come from (`source` "outlier"; files written before these were recorded have none)."""
+        df = self._step_table("samples", step, SAMPLE_SCHEMA).to_pandas()
+        return df.assign(source=df["source"].fillna("sample"))
 
     def record(self, step: int) -> StepRecord:
         """The full StepRecord of one step, as written (round trip of RunWriter.write_step)."""
@@ -173,8 +181,12 @@ class RunReader:
         scalars = {k: float(v) for k, v in row.iloc[0].items() if k not in ("step", "time") and pd.notna(v)}
         dists = self.step_distributions(step)
         outl = self._step_table("outliers", step, OUTLIER_SCHEMA).drop_columns(["step"]).to_pylist()
-        samp = self._step_table("samples", step, SAMPLE_SCHEMA).drop_columns(["step"]).to_pylist()
-        return StepRecord(step, scalars, dists, outl, samp, self.trust_regions(step) or {})
+        rows = self._step_table("samples", step, SAMPLE_SCHEMA).drop_columns(["step"]).to_pylist()
+        samp, from_outliers = [], []
+        for r in rows:  # optional columns that were not written are left out, as in the record written
+            (from_outliers if r.pop("source") == "outlier" else samp).append(
+                {k: v for k, v in r.items() if k not in SAMPLE_OPTIONAL or v is not None})
+        return StepRecord(step, scalars, dists, outl, samp, self.trust_regions(step) or {}, from_outliers)
 
     def _step_table(self, kind: str, step: int, schema: pa.Schema, columns=None, filters=None) -> pa.Table:
         path = step_file(self.run_dir, kind, step)
@@ -183,10 +195,10 @@ class RunReader:
         except FileNotFoundError:
             raise RunFormatError(path, "missing") from None
         expected = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-        if schema is DISTRIBUTION_SCHEMA:  # optional columns of older files read as nulls
-            for f in expected:
-                if f.name in DISTRIBUTION_OPTIONAL and f.name not in table.column_names:
-                    table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+        optional = {"distributions": DISTRIBUTION_OPTIONAL, "samples": SAMPLE_OPTIONAL}.get(kind, ())
+        for f in expected:  # optional columns of older files read as nulls
+            if f.name in optional and f.name not in table.column_names:
+                table = table.append_column(f, pa.nulls(table.num_rows, f.type))
         missing = [f.name for f in expected if f.name not in table.column_names]
         if missing:
             raise RunFormatError(path, f"unexpected schema: missing columns {missing}")

@@ -18,6 +18,7 @@ __all__ = [
     "OUTLIER_SCHEMA",
     "SAMPLE_SCHEMA",
     "DISTRIBUTION_SCHEMA",
+    "SAMPLE_OPTIONAL",
     "CLIP_FLAG_BITS",
     "trust_region",
 ]
@@ -90,8 +91,14 @@ SAMPLE_SCHEMA = pa.schema(
         ("clip_token", pa.list_(pa.int8())),  # CLIP_FLAG_BITS per token
         ("clip_sequence", pa.list_(pa.int8())),
         ("clip_mixed", pa.list_(pa.int8())),
+        # Added after format version 1 first shipped (older files read as nulls, SAMPLE_OPTIONAL):
+        ("source", pa.string()),  # "sample" (the hash draw) | "outlier" (an outlier token's response); null: sample
+        ("prompt", pa.string()),  # the prompt text, when the trainer passes it
+        ("gold", pa.string()),  # the reference answer, when the trainer passes it
     ]
 )
+SAMPLE_OPTIONAL = ("source", "prompt", "gold")
+"""Sample columns added after format version 1 first shipped: readers fill them with nulls when absent."""
 
 
 @dataclass
@@ -141,7 +148,9 @@ class StepRecord:
     distributions: name -> Histogram (`log_ratio/<branch>/<pos|neg|zero>`, `entropy`, `w`, `length`,
         `entropy_x_position`, `entropy_x_log_ratio`).
     outliers: rows of OUTLIER_SCHEMA (without `step`), best first per branch.
-    samples: rows of SAMPLE_SCHEMA (without `step`).
+    samples: rows of SAMPLE_SCHEMA (without `step`): the hash-drawn responses.
+    outlier_responses: rows of SAMPLE_SCHEMA (without `step`): the responses the outlier tokens come from
+        (each (response_id, epoch) of `outliers` once), stored in the samples file with source "outlier".
     trust_regions: branch -> (low, high) in ratio space, None for an unbounded side (see `trust_region`);
         stored on the branch's log-ratio histogram rows.
     """
@@ -152,6 +161,7 @@ class StepRecord:
     outliers: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     trust_regions: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    outlier_responses: list[dict[str, Any]] = field(default_factory=list)
 
     # ---- Arrow tables (the writer stores these; the reader rebuilds records from them) ----
     def scalars_table(self, time: float | None = None) -> pa.Table:
@@ -187,7 +197,9 @@ class StepRecord:
         return _rows_table(self.outliers, self.step, OUTLIER_SCHEMA)
 
     def samples_table(self) -> pa.Table:
-        return _rows_table(self.samples, self.step, SAMPLE_SCHEMA)
+        rows = [{**r, "source": r.get("source") or "sample"} for r in self.samples]
+        rows += [{**r, "source": "outlier"} for r in self.outlier_responses]
+        return _rows_table(rows, self.step, SAMPLE_SCHEMA)
 
 
 def _rows_table(rows: list[Mapping[str, Any]], step: int, schema: pa.Schema) -> pa.Table:

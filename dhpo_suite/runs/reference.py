@@ -177,8 +177,11 @@ def _samples(st, m, adv, branches, entropy, w, rids, token_ids, log_prob, old_lo
               "mixed_ratio": branches["mixed"]["ratio"] if "mixed" in branches else None}
     codes = {f"clip_{b}": clip_codes_numpy(branches[b]) if b in branches else None
              for b in ("token", "sequence", "mixed")}
+    drawn = {r for r, rid in enumerate(rids.tolist()) if st.would_keep_sample(rid, epoch)}
+    wanted = st.wanted_outlier_responses()
+    of_outliers = {r for r, rid in enumerate(rids.tolist()) if (rid, epoch) in wanted}
     for r, rid in enumerate(rids.tolist()):
-        if not st.would_keep_sample(rid, epoch):
+        if r not in drawn and r not in of_outliers:
             continue
         end = int(m.shape[1] - np.argmax(m[r, ::-1])) if m[r].any() else 0
         cand = {
@@ -189,4 +192,7 @@ def _samples(st, m, adv, branches, entropy, w, rids, token_ids, log_prob, old_lo
         cand.update({k: None if v is None else np.asarray(v[r, :end], dtype=np.float32).tolist()
                      for k, v in arrays.items()})
         cand.update({k: None if v is None else v[r, :end].tolist() for k, v in codes.items()})
-        st.offer_sample(cand)
+        if r in drawn:
+            st.offer_sample(cand)
+        if r in of_outliers:
+            st.offer_outlier_sample(cand)

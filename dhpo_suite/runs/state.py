@@ -63,6 +63,7 @@ class TelemetryState:
     responses: dict[str, np.ndarray] = field(default_factory=dict)
     outliers: dict[str, list[dict]] = field(default_factory=dict)  # branch -> top-K candidates
     samples: dict[int, dict] = field(default_factory=dict)  # response_id -> sample candidate
+    outlier_samples: dict[str, dict] = field(default_factory=dict)  # "rid:epoch" -> an outlier's response
 
     # ---- bins ----
     def edges(self, name: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -117,11 +118,30 @@ class TelemetryState:
             v = np.asarray(cols[k])
             self.responses[k] = np.concatenate([self.responses[k], v]) if k in self.responses else v
 
-    def offer_outliers(self, branch: str, candidates: list[dict]) -> None:
-        """Keep the top_k candidates of `branch` under outlier_order (exact under merge)."""
+    def offer_outliers(self, branch: str, candidates: list[dict], prune: bool = True) -> None:
+        """Keep the top_k candidates of `branch` under outlier_order (exact under merge); `prune` drops the
+        responses no kept outlier comes from any more (merge prunes once, after every branch)."""
         pool = self.outliers.get(branch, []) + candidates
         pool.sort(key=outlier_order)
         self.outliers[branch] = pool[: self.spec.top_k]
+        if prune:
+            self._prune_outlier_samples()
+
+    def wanted_outlier_responses(self) -> set[tuple[int, int]]:
+        """(response_id, epoch) of every kept outlier: the responses recorded in full beside the samples."""
+        return {(int(c["response_id"]), int(c["epoch"])) for cands in self.outliers.values() for c in cands}
+
+    def offer_outlier_sample(self, cand: dict) -> None:
+        """Keep a response (a sample candidate) while an outlier token of it is kept. Exact under merge: an
+        outlier and its response are offered by the same micro-batch, and both are pruned together."""
+        rid, epoch = int(cand["response_id"]), int(cand["epoch"])
+        if (rid, epoch) in self.wanted_outlier_responses():
+            self.outlier_samples[f"{rid}:{epoch}"] = cand
+
+    def _prune_outlier_samples(self) -> None:
+        wanted = self.wanted_outlier_responses()
+        self.outlier_samples = {k: c for k, c in self.outlier_samples.items()
+                                if (int(c["response_id"]), int(c["epoch"])) in wanted}
 
     def offer_sample(self, cand: dict) -> bool:
         """Keep the n_samples responses with the smallest sample_key; a later epoch replaces an earlier one."""
@@ -161,8 +181,10 @@ class TelemetryState:
             self.add_hist(k, v)
         if other.responses:
             self.add_responses(**other.responses)
+        self.outlier_samples.update(other.outlier_samples)
         for b, cands in other.outliers.items():
-            self.offer_outliers(b, list(cands))
+            self.offer_outliers(b, list(cands), prune=False)
+        self._prune_outlier_samples()
         for c in other.samples.values():
             self.offer_sample(c)
         return self
@@ -179,6 +201,7 @@ class TelemetryState:
             "maxs": self.maxs,
             "outliers": self.outliers,
             "samples": list(self.samples.values()),
+            "outlier_samples": list(self.outlier_samples.values()),
         }
         arrays = {f"h:{k}": v for k, v in self.hists.items()}
         arrays.update({f"r:{k}": v for k, v in self.responses.items()})
@@ -204,6 +227,7 @@ class TelemetryState:
             responses={k[2:]: z[k] for k in z.files if k.startswith("r:")},
             outliers=h["outliers"],
             samples={int(c["response_id"]): c for c in h["samples"]},
+            outlier_samples={f"{c['response_id']}:{c['epoch']}": c for c in h.get("outlier_samples", [])},
         )
 
     # ---- finalisation ----
@@ -217,7 +241,7 @@ class TelemetryState:
         extra: dict[str, float] | None = None,
     ) -> StepRecord:
         """The StepRecord of the merged step. `decode` turns stored token ids into text (outliers, samples)."""
-        from .finalize import build_distributions, build_outliers, build_samples, build_scalars
+        from .finalize import build_distributions, build_outlier_responses, build_outliers, build_samples, build_scalars
 
         scalars = build_scalars(self)
         if grad_norm is not None:
@@ -232,5 +256,6 @@ class TelemetryState:
             outliers=build_outliers(self, decode),
             samples=build_samples(self, decode),
             trust_regions={b: trust_region(lo, hi) for b, (lo, hi) in sorted(self.bounds.items())},
+            outlier_responses=build_outlier_responses(self, decode),
         )
 

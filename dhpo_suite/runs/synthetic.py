@@ -121,7 +121,12 @@ def synthetic_record(
     st = TelemetryState(synthetic_spec(max_len))
     _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_len)
     lr = 1e-6 * min(1.0, step / 10)
-    return st.to_record(step, grad_norm=float(rng.gamma(4, 0.1)), lr=lr, decode=_decode)
+    rec = st.to_record(step, grad_norm=float(rng.gamma(4, 0.1)), lr=lr, decode=_decode)
+    for row in rec.samples + rec.outlier_responses:  # the prompt and gold answer of the response's group
+        group = int(row["response_id"]) // group_size
+        a, b = (group * 37 + step) % 90 + 10, (group * 53 + 7 * step) % 90 + 10
+        row["prompt"], row["gold"] = f"Compute {a} + {b}. Put the final answer in \\boxed{{}}.", str(a + b)
+    return rec
 
 
 def _decode(ids) -> list[str]:

@@ -3,7 +3,8 @@
 Both selections are exact under merging. Outliers: per branch, the top-K valid tokens outside the trust
 region under the total order (log-space distance desc, response id, position, epoch); within a micro-batch
 one torch.topk over an int64 key packing (float32 distance bits, rank of (response id, position)) gives the
-same order. Samples: the n responses with the smallest splitmix64(response id) key.
+same order. Samples: the n responses with the smallest splitmix64(response id) key, plus the responses the
+kept outlier tokens come from (offered by the same micro-batch as their outliers, so also exact under merging).
 """
 
 from __future__ import annotations
@@ -134,7 +135,12 @@ def offer_samples(
     old_log_prob: torch.Tensor | None,
     epoch: int,
 ) -> None:
-    rows = [r for r, rid in enumerate(rids.tolist()) if st.would_keep_sample(rid, epoch)]
+    drawn = [r for r, rid in enumerate(rids.tolist()) if st.would_keep_sample(rid, epoch)]
+    # Responses of this micro-batch's kept outlier tokens (offer_outliers ran first on the same rows).
+    wanted = st.wanted_outlier_responses()
+    of_outliers = [r for r, rid in enumerate(rids.tolist())
+                   if (rid, epoch) in wanted and f"{rid}:{epoch}" not in st.outlier_samples]
+    rows = sorted(set(drawn) | set(of_outliers))
     if not rows:
         return
     idx = torch.as_tensor(rows, device=mask.device)
@@ -167,4 +173,7 @@ def offer_samples(
             "token_text": None if token_texts is None else [str(t) for t in token_texts[r][:end]],
         }
         cand.update({k: None if v is None else v[i, :end].tolist() for k, v in host.items()})
-        st.offer_sample(cand)
+        if r in drawn:
+            st.offer_sample(cand)
+        if r in of_outliers:
+            st.offer_outlier_sample(cand)

@@ -66,6 +66,7 @@ def _distributions(step: int, collapse_at: int | None, branches: tuple[str, ...]
 
 
 def _outliers(step: int, branches: tuple[str, ...]) -> list[dict]:
+    """Three per branch, from responses k = 0, 1, 2 (recorded beside the samples), at positions 3 + k."""
     return [dict(branch=b, side="high", distance=0.5 - 0.1 * k, log_ratio=np.log(1.28) + 0.5 - 0.1 * k,
                  binding=k % 2 == 0, response_id=k, position=3 + k, epoch=0, token_id=100 + k,
                  token_text=f"tok{step}_{b}_{k}", context_left="left ", context_right=" right", entropy=0.5,
@@ -78,17 +79,20 @@ def sample_advantage(step: int, r: int) -> float:
     return round((1.0 - 2 * ((r + step) % 2)) * (1 + step / 100), 2)
 
 
-def _samples(step: int, mixed: bool) -> list[dict]:
+def _samples(step: int, mixed: bool, ids=None, source: str = "sample") -> list[dict]:
+    """Responses 10·step + r (the sampled ones), or `ids` (the responses the outlier tokens come from)."""
     texts = ["The", " answer", " is", " \\boxed{", "4", "}"]
     n = len(texts)
-    return [dict(response_id=10 * step + r, epoch=0, reward=float((r + step) % 2 == 0),
+    ids = [10 * step + r for r in range(2)] if ids is None else ids
+    return [dict(response_id=rid, epoch=0, reward=float((r + step) % 2 == 0), source=source,
+                 prompt=f"What is 2 + 2? (step {step})", gold="4",
                  advantage=sample_advantage(step, r), length=n,
                  token_id=list(range(n)), token_text=texts, log_prob=[-0.5] * n, old_log_prob=[-0.4] * n,
                  entropy=[0.1, 0.2, 1.5, 0.05, 2.0, 0.01], w=[0.5] * n if mixed else None,
                  token_ratio=[0.7, 1.0, 1.1, 1.5, 0.95, 1.0], seq_ratio=[1.0002] * n,
                  mixed_ratio=[0.85] * n if mixed else None, clip_token=[1, 0, 0, 2, 0, 0],
                  clip_sequence=[0] * n, clip_mixed=[0] * n if mixed else None)
-            for r in range(2)]
+            for r, rid in enumerate(ids)]
 
 
 def write_eval(run_dir: Path, step: int) -> Path:
@@ -124,7 +128,8 @@ def write_run(path: Path, steps: int = 30, algo: str = "dhpo-e", collapse_at: in
     for step in range(steps):
         w.write_step(StepRecord(step, _scalars(step, steps, collapse_at, branches, rng),
                                 _distributions(step, collapse_at, branches, rng), _outliers(step, branches),
-                                _samples(step, mixed)))
+                                _samples(step, mixed),
+                                outlier_responses=_samples(step, mixed, ids=[0, 1, 2], source="outlier")))
         if eval_every and step and step % eval_every == 0:
             w.checkpoint_dir(step)
             w.checkpoint_complete(step)

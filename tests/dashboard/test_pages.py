@@ -209,3 +209,20 @@ def test_regression_response_labels_follow_the_step(runs_root, monkeypatch):
         headers = [m.value for m in at.markdown if m.value.startswith("**Response #")]
         assert headers == [f"**Response #{10 * step + r}** · reward {float((r + step) % 2 == 0):g} · advantage "
                            f"{sample_advantage(step, r):+.3g} · 6 tokens" for r in range(2)], (how, step)
+
+
+def test_an_outlier_row_opens_its_full_response(runs_root, monkeypatch):
+    at = open_page(monkeypatch, runs_root, "outliers.py")
+    at.number_input(key="outliers_step_box").set_value(12).run()
+    table = at.dataframe[-1].value
+    row = int(np.flatnonzero(table["context"] == "left ⟦tok12_mixed_1⟧ right")[0])
+    at.session_state["outliers_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    no_errors(at)
+    said = texts(at)
+    assert "The response of outlier ⟦tok12_mixed_1⟧ (mixed branch, position 4)" in said
+    assert "**Response #1** · reward 0 · advantage" in said and "recorded because an outlier token comes from it" in said
+    assert "**Prompt** What is 2 + 2? (step 12)" in said and "**Gold answer** `4`" in said
+    html = [m.value for m in at.markdown if 'class="rollout"' in m.value]
+    assert len(html) == 1 and html[0].count("outline:3px solid #ff8c00") == 1
+    assert 'title="#4 ' in html[0].split("outline:3px")[0].rsplit("<span", 1)[1]  # the outlined token is #4
