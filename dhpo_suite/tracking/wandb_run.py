@@ -85,9 +85,24 @@ def step_payload(record: StepRecord, *, samples: bool = False) -> dict[str, Any]
 
     out: dict[str, Any] = dict(content.scalars(record))
     for name, b in content.histograms(record).items():
+        b = _at_most(b, wandb.Histogram.MAX_LENGTH)
         out[name] = wandb.Histogram(np_histogram=(b.counts.tolist(), b.edges.tolist()))
     rows = content.sample_rows(record) if samples else []
     if rows:
         cols = list(content.SAMPLE_COLUMNS)
         out["samples"] = wandb.Table(columns=cols, data=[[r[c] for c in cols] for r in rows])
     return out
+
+
+def _at_most(b: content.Bins, n: int) -> content.Bins:
+    """Merge runs of k adjacent bins so that at most `n` remain (wandb.Histogram's limit; the default
+    TelemetrySpec never needs it: its largest histogram, w, has 500 bins)."""
+    k = -(-len(b.counts) // n)
+    if k <= 1:
+        return b
+    import numpy as np
+
+    pad = (-len(b.counts)) % k
+    counts = np.concatenate([b.counts, np.zeros(pad, b.counts.dtype)]).reshape(-1, k).sum(1)
+    edges = np.concatenate([b.edges[:-1][::k], b.edges[-1:]])
+    return content.Bins(edges, counts)

@@ -83,3 +83,18 @@ def test_a_broken_step_file_is_skipped_and_named(synthetic_run, tmp_path):
     acc = readback.tensorboard_events(tmp_path / "tb")
     assert [e.step for e in acc.Scalars("reward/mean")] == [1, 2, 3]  # scalars of step 2 still mirrored
     assert [e.step for e in acc.Histograms("entropy")] == [1, 3]
+
+
+def test_a_histogram_finer_than_wandb_allows_is_merged_not_dropped():
+    """A TelemetrySpec with more bins than wandb.Histogram's 512 (e.g. weight_bins=1000) still mirrors."""
+    import numpy as np
+    import wandb
+
+    from dhpo_suite.runs import Histogram, StepRecord
+    from dhpo_suite.tracking.wandb_run import step_payload
+
+    counts = 1 + np.arange(1000) % 7
+    record = StepRecord(1, {"w/mean": 0.5}, {"w": Histogram(np.linspace(0, 1, 1001), counts)})
+    h = step_payload(record)["w"]
+    assert len(h.histogram) <= wandb.Histogram.MAX_LENGTH and sum(h.histogram) == counts.sum()
+    assert h.bins[0] == 0.0 and h.bins[-1] == 1.0 and len(h.bins) == len(h.histogram) + 1
