@@ -10,8 +10,9 @@ import typer
 
 __all__ = ["register"]
 
-BenchOpt = typer.Option("all", "--bench", "-b", help="all (the paper's 7), a name, or a comma list; "
-                        "names: aime24 aime25 amc23 olympiadbench math500 minerva_math gsm8k arith.")
+BenchOpt = typer.Option("all", "--bench", "-b", help="all (the paper's 7), a name, or a comma list; names: "
+                        "aime24 aime25 amc23 olympiadbench math500 minerva_math gsm8k, and every training task "
+                        "(arithmetic, arithmetic-chat, ...: the trainer's held-out problems and prompt).")
 
 
 def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None) -> list[tuple[str, str, Path]]:
@@ -22,8 +23,10 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
     if (model is None) == (run is None):
         raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
     if model is not None:
+        from dhpo_suite.eval.identity import default_out_dir
+
         _check_model_dir(model, "--model")
-        return [(model.name, str(model), out or Path("eval-results") / model.name)]
+        return [(model.name, str(model), out or default_out_dir(model))]
     ckpt_root = run / "checkpoints"
     found = sorted(int(p.name[5:]) for p in ckpt_root.glob("step-*") if p.name[5:].isdigit()) \
         if ckpt_root.is_dir() else []
@@ -106,17 +109,19 @@ def register(app: typer.Typer) -> None:
         run: Path = typer.Option(None, "--run", help="Training run dir: evaluates checkpoints/step-*/ into "
                                  "RUN_DIR/evals/step-*/."),
         steps: str = typer.Option("all", help="With --run: all, last, or a comma list of steps."),
-        out: Path = typer.Option(None, "--out", "-o", help="Results dir (default eval-results/<model name>)."),
+        out: Path = typer.Option(None, "--out", "-o", help="Results dir (default eval-results/<model name or "
+                                 "run-step>-<path hash>)."),
         data_dir: Path = typer.Option(None, help="Folder of <bench>.jsonl files (id, problem, answer[, "
                                       "answer_alt]); default env DHPO_BENCHMARKS_DIR, else the HF hub."),
         samples: int = typer.Option(None, help="Samples per problem (default: AIME 32, AMC23 4, others 1)."),
-        limit: int = typer.Option(None, help="Only the first N problems of each benchmark (arith: N)."),
-        template: str = typer.Option(None, help="qwen-boxed | chat | FILE with {input} (default per bench)."),
-        max_new_tokens: int = typer.Option(16384, help="Response token limit (clamped to the context)."),
+        limit: int = typer.Option(None, help="Only the first N problems of each benchmark (a task: N, default 128)."),
+        template: str = typer.Option(None, help="qwen-boxed | chat | task | FILE with {input} (default per bench)."),
+        max_new_tokens: int = typer.Option(None, help="Response token limit, clamped to the context (default: 16384; "
+                                           "a training task's own)."),
         temperature: float = typer.Option(1.0),
         top_p: float = typer.Option(1.0),
         seed: int = typer.Option(0, help="Engine seed."),
-        batch_size: int = typer.Option(256, help="Samples in flight; samples graded and fsynced per batch."),
+        batch_size: int = typer.Option(256, help="Samples in flight (finished ones are stored within ~1 s)."),
         tensor_parallel_size: int = typer.Option(1, "--tp", help="GPUs per replica."),
         data_parallel_size: int = typer.Option(1, "--dp", help="Replicas: one worker process each (tp GPUs)."),
         shard: str = typer.Option(None, hidden=True, help="RANK/WORLD: run as data-parallel worker RANK."),
@@ -127,7 +132,11 @@ def register(app: typer.Typer) -> None:
         grader_timeout: float = typer.Option(10.0, help="Seconds per graded sample."),
         resume: bool = typer.Option(False, help="Continue stored results: only missing samples are generated."),
         regrade: bool = typer.Option(False, help="Re-grade stored responses; no generation, no model load."),
+        in_process: bool = typer.Option(False, hidden=True, help="--run: all checkpoints in this process."),
     ) -> None:
+        import os
+
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout: the results tables only
         from rich.console import Console
 
         from dhpo_suite.eval.benchmarks import resolve_benches
@@ -179,6 +188,27 @@ def _sequential(targets, names, settings, options, resume, regrade, console) -> 
     return summaries
 
 
+def _sweep(targets, console) -> dict:
+    """--run over several checkpoints: one fresh evaluator process per checkpoint (vLLM does not reliably free
+    GPU memory when an engine is deleted, so the next checkpoint starts from an empty GPU)."""
+    import click
+
+    from dhpo_suite.eval.sweep import child_argv, run_child
+    from dhpo_suite.runs import eval_results as er
+
+    ctx = click.get_current_context()
+    summaries = {}
+    for label, model_dir, results in targets:
+        console.print(f"{label}: {model_dir} (own process)")
+        code = run_child(child_argv(ctx.command.params, ctx.params, model_dir, results))
+        if code != 0:
+            console.print(f"[red]error:[/red] {label}: the evaluator exited with code {code}; rerun with --resume")
+            raise typer.Exit(code)
+        summaries[label] = er.read_json(Path(results) / er.SUMMARY)
+        console.print(f"results: {results}")
+    return summaries
+
+
 def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict:
     """--dp N: N worker processes (see dhpo_suite.eval.parallel), then summaries from all shards."""
     from dhpo_suite.eval.benchmarks import load_problems
@@ -187,7 +217,7 @@ def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict
 
     try:
         for name in names:
-            load_problems(name, settings.data_dir, settings.limit)
+            load_problems(name, settings.data_dir, settings.limit, notify=console.print)
         for _, _, results in targets:
             if not resume and any(Path(results).glob("*.samples*.jsonl")):
                 raise FileExistsError(f"{results}: holds results already; pass --resume to continue them")
@@ -212,8 +242,11 @@ def _run_one(model_dir, results, names, settings, options, resume, regrade, cons
     from dhpo_suite.eval.benchmarks import load_problems
     from dhpo_suite.eval.engine import Engine
 
+    from dhpo_suite.eval.runner import precheck
+
+    precheck(results, model_dir, resume)  # another model's results fail now, not after loading this one
     for name in names:  # bad data fails now, not after minutes of model loading
-        load_problems(name, settings.data_dir, settings.limit)
+        load_problems(name, settings.data_dir, settings.limit, seed=options.seed)
     console.print(f"loading {model_dir} ...")
     engine = Engine(model_dir, options)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 __all__ = ["EngineOptions", "Engine", "Request", "Completion"]
 
@@ -43,6 +43,8 @@ class Request:
     key: tuple
     prompt: str
     samples: tuple[int, ...]
+    prompt_ids: tuple[int, ...] | None = None
+    """Token ids of `prompt` (None: encoded here with the tokenizer's specials)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Engine:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
             os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "auto")
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for the results tables
         from vllm import LLM
 
         try:
@@ -97,18 +100,20 @@ class Engine:
         self.generate_seconds = 0.0
         """Wall time spent inside vLLM (adding requests, engine steps): the rest is evaluator overhead."""
 
-    def encode(self, prompt: str) -> list[int]:
-        """Prompt token ids as vLLM would make them (specials in the text are parsed as specials)."""
-        return self.tokenizer.encode(prompt, add_special_tokens=True)
+    def encode(self, prompt: str, add_special_tokens: bool = True) -> list[int]:
+        """Prompt token ids (specials in the text are parsed as specials; `add_special_tokens` adds BOS etc.)."""
+        return self.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
 
     def max_new_tokens(self, prompt_len: int, requested: int) -> int:
         """`requested`, clamped so prompt + response fits the context."""
         return max(1, min(requested, self.max_model_len - prompt_len))
 
-    def stream(self, requests: Iterable[Request], params, max_in_flight: int) -> Iterator[tuple[tuple, list]]:
+    def stream(self, requests: Iterable[Request], params, max_in_flight: int,
+               on_step: Callable[[], None] | None = None) -> Iterator[tuple[tuple, list]]:
         """Yield (key, [Completion]) per request, in completion order, keeping <= max_in_flight samples queued.
 
-        `params`: a `vllm.SamplingParams` template; n and max_tokens are set per request.
+        `params`: a `vllm.SamplingParams` template; n and max_tokens are set per request. `on_step()` is called
+        after every engine step (the caller stores finished samples on time even when none finish).
         """
         engine = self.llm.llm_engine
         pending = iter(requests)
@@ -127,6 +132,8 @@ class Engine:
             t0 = time.perf_counter()
             outputs = engine.step()
             self.generate_seconds += time.perf_counter() - t0
+            if on_step is not None:
+                on_step()
             for out in outputs:
                 if out.finished and out.request_id in live:
                     req = live.pop(out.request_id)
@@ -135,10 +142,9 @@ class Engine:
                                                str(c.finish_reason)) for c in out.outputs]
 
     def _add(self, engine, req: Request, params, live: dict) -> int:
-        ids = self.encode(req.prompt)
-        if len(ids) >= self.max_model_len:
-            raise ValueError(f"prompt of {len(ids)} tokens does not fit the context ({self.max_model_len}) "
-                             f"for {req.key}")
+        ids = list(req.prompt_ids) if req.prompt_ids is not None else self.encode(req.prompt)
+        if len(ids) >= self.max_model_len:  # the runner records these as skipped; never echo the prompt
+            raise ValueError(f"prompt of {len(ids)} tokens does not fit the context ({self.max_model_len})")
         from vllm.sampling_params import RequestOutputKind
 
         p = params.clone()

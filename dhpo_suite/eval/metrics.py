@@ -11,6 +11,8 @@ import statistics
 from collections import Counter, defaultdict
 from math import comb
 
+from dhpo_suite.runs.eval_results import SKIP_STATUSES
+
 __all__ = ["METRICS", "pass_at_k", "maj_at_k", "powers_of_two", "bench_metrics", "paper_average"]
 
 METRICS = {
@@ -25,6 +27,8 @@ METRICS = {
     "boxed_rate": "fraction of responses containing a \\boxed{...}",
     "grader_timeouts": "number of samples whose grading timed out (graded incorrect)",
     "grader_errors": "number of samples whose grading failed with an error (graded incorrect)",
+    "skipped": "number of samples never generated (prompt longer than the context, row over the size limit); "
+               "graded incorrect",
     "n_problems": "problems evaluated",
     "n_samples": "samples per problem (k of avg@k)",
     "AVG": "the paper's average: mean over benchmarks of each benchmark's headline avg@k",
@@ -60,7 +64,9 @@ def maj_at_k(samples: list[tuple[str | None, bool]], k: int) -> float:
 
 def bench_metrics(records: list[dict], n: int) -> dict:
     """All metrics of one benchmark from its sample records (problems with fewer than n samples use what
-    they have for avg/lengths and are left out of pass@k/maj@k; `complete` says whether all have n)."""
+    they have for avg/lengths and are left out of pass@k/maj@k; `complete` says whether all have n).
+    Only samples 0..n-1 count, so avg@n and pass@k see the same samples after a resume with a smaller n."""
+    records = [r for r in records if r["sample"] < n]
     by_problem: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_problem[r["problem_id"]].append(r)
@@ -75,6 +81,7 @@ def bench_metrics(records: list[dict], n: int) -> dict:
         "boxed_rate": _mean(["\\boxed" in r["response"] for r in records]),
         "grader_timeouts": sum(r["status"] == "timeout" for r in records),
         "grader_errors": sum(r["status"] == "error" for r in records),
+        "skipped": sum(r["status"] in SKIP_STATUSES for r in records),
         "n_problems": len(groups),
         "n_samples": n,
         "complete": len(full) == len(groups),

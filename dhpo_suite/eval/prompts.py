@@ -1,7 +1,8 @@
 """Prompt templates and the model's own stop tokens.
 
 Templates: `qwen-boxed` (SimpleRL's base-model prompt, a raw string with `{input}`), `chat` (the tokenizer's
-chat template; the benchmark record may add a system message) or a path to a text file containing `{input}`.
+chat template with the boxed instruction), `task` (a training task's own chat, `Task.messages`, through the
+chat template: exactly the trainer's prompt) or a path to a text file containing `{input}`.
 Stop tokens are derived, never hard-coded: the generation config's eos ids, the tokenizer's eos, the token
 that closes a turn in the tokenizer's chat template, and the first special token after `{input}` in a raw
 template (a base model prompted with ChatML closes its own turn with the same `<|im_end|>`).
@@ -9,8 +10,6 @@ template (a base model prompted with ChatML closes its own turn with the same `<
 
 from __future__ import annotations
 
-import importlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +18,10 @@ __all__ = ["TEMPLATES", "PromptTemplate", "load_template", "stop_token_ids"]
 QWEN_BOXED = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{input}\n"
               "Please reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
               "<|im_start|>assistant\n")
-TEMPLATES = {"qwen-boxed": QWEN_BOXED, "chat": None}
-"""Named templates; `chat` means the tokenizer's own chat template."""
+TEMPLATES = {"qwen-boxed": QWEN_BOXED, "chat": None, "task": None}
+"""Named templates; `chat` and `task` use the tokenizer's own chat template."""
 CHAT_INSTRUCTION = "\nPlease reason step by step, and put your final answer within \\boxed{}."
-"""Appended to a paper benchmark's problem under `chat` (a benchmark with a system message uses it instead)."""
+"""Appended to a paper benchmark's problem under `chat`."""
 
 
 @dataclass(frozen=True)
@@ -32,24 +31,28 @@ class PromptTemplate:
     name: str
     text: str | None
 
-    def render(self, problem: str, tokenizer, system: str | None = None) -> str:
-        """The prompt text for one problem (the chat template adds the generation prompt)."""
+    @property
+    def adds_special_tokens(self) -> bool:
+        """Whether encoding adds the tokenizer's specials (BOS): a raw template yes; a chat template renders
+        its own, so no (as the trainer's `encode_prompts` and vLLM's chat path do)."""
+        return self.text is not None
+
+    def render(self, problem: str, tokenizer, task: str | None = None) -> str:
+        """The prompt text for one problem (the chat template adds the generation prompt). `task`: the
+        training task whose `messages` the `task` template uses."""
         if self.text is not None:
             return self.text.replace("{input}", problem)
         if getattr(tokenizer, "chat_template", None) is None:
-            raise ValueError("--template chat: the tokenizer has no chat template; use qwen-boxed or a file")
-        messages = [{"role": "system", "content": _resolve(system)}] if system else []
-        content = problem if system else problem + CHAT_INSTRUCTION
-        messages.append({"role": "user", "content": content})
+            raise ValueError(f"--template {self.name}: the tokenizer has no chat template; use qwen-boxed or a file")
+        if self.name == "task":
+            if task is None:
+                raise ValueError("--template task: only a training task's benchmark has the trainer's prompt")
+            from dhpo_suite.tasks import get_task
+
+            messages = get_task(task).messages({"problem": problem})
+        else:
+            messages = [{"role": "user", "content": problem + CHAT_INSTRUCTION}]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-
-def _resolve(system: str) -> str:
-    """`module:ATTRIBUTE` -> that string (so the registry need not import the trainer's task)."""
-    mod, sep, attr = system.partition(":")
-    if sep and re.fullmatch(r"[\w.]+", mod) and attr.isidentifier():
-        return getattr(importlib.import_module(mod), attr)
-    return system
 
 
 def load_template(spec: str) -> PromptTemplate:
@@ -92,7 +95,10 @@ def _first_special_after(tokenizer, text: str, marker: str) -> list[int]:
 
 
 def stop_token_ids(tokenizer, generation_config=None, template: PromptTemplate | None = None) -> list[int]:
-    """Token ids that end a response for this model and prompt template (sorted, unique)."""
+    """Token ids that end a response for this model and prompt template (sorted, unique). Under the `task`
+    template: the tokenizer's eos alone, the one id the trainer's rollout stops at."""
+    if template is not None and template.name == "task":
+        return _ids(tokenizer.eos_token_id)
     ids = set(_ids(getattr(generation_config, "eos_token_id", None)))
     ids.update(_ids(tokenizer.eos_token_id))
     ids.update(_turn_end_of_chat_template(tokenizer))

@@ -16,7 +16,9 @@ def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline p
     """One row per model/checkpoint, one column per benchmark (its headline, e.g. avg@32) and AVG."""
     from rich.table import Table
 
-    benches = list(dict.fromkeys(b for s in rows.values() for b in s["benchmarks"]))
+    from dhpo_suite.eval.benchmarks import paper_order
+
+    benches = paper_order(b for s in rows.values() for b in s["benchmarks"])
     table = Table(title=title)
     table.add_column("model")
     for b in benches:
@@ -31,19 +33,24 @@ def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline p
 
 
 def detail_table(summary: dict, title: str = "Details"):
-    """Per benchmark: headline, best pass@k and maj@k, lengths, truncation and boxed rates, grader trouble."""
+    """Per benchmark: headline, best pass@k and maj@k, lengths, truncation and boxed rates, grader trouble,
+    samples skipped (never generated)."""
     from rich.table import Table
+
+    from dhpo_suite.eval.benchmarks import paper_order
 
     table = Table(title=title)
     # headline, best pass@k / maj@k (k = n), response tokens mean/median, truncated %, boxed %, grader trouble
-    for col in ("bench", "P", "n", "avg@n", "pass@n", "maj@n", "len", "len med", "trunc", "boxed", "t/o", "err"):
+    for col in ("bench", "P", "n", "avg@n", "pass@n", "maj@n", "len", "len med", "trunc", "boxed", "t/o", "err",
+                "skip"):
         table.add_column(col, justify="left" if col == "bench" else "right", no_wrap=True)
-    for b, m in summary["benchmarks"].items():
+    for b in paper_order(summary["benchmarks"]):
+        m = summary["benchmarks"][b]
         k = max((int(key.split("@")[1]) for key in m if key.startswith("pass@")), default=1)
         table.add_row(b, str(m["n_problems"]), str(m["n_samples"]), _pct(m[m['headline']]),
                       _pct(m.get(f"pass@{k}", 0.0)), _pct(m.get(f"maj@{k}", 0.0)), f"{m['len_mean']:.0f}",
                       f"{m['len_median']:.0f}", _pct(m["trunc_rate"]), _pct(m["boxed_rate"]),
-                      str(m["grader_timeouts"]), str(m["grader_errors"]))
+                      str(m["grader_timeouts"]), str(m["grader_errors"]), str(m.get("skipped", 0)))
     return table
 
 

@@ -1,10 +1,12 @@
 """One evaluation: generate the missing samples of each benchmark, grade them, append them, summarise.
 
-Per benchmark: read what `<bench>.samples.jsonl` already holds (resume), ask the engine only for the missing
-(problem, sample) pairs, and hand each finished batch of samples to a grading thread that grades them in the
-grader's worker processes and appends them with one fsync. Generation never waits for the grader, and a
-SIGKILL loses only samples not yet appended: those in the engine (<= batch_size) and one batch being graded.
-Metrics are recomputed from the file, so resumed and uninterrupted evaluations report the same way.
+Per benchmark: read what `<bench>.samples.jsonl` already holds (resume; the model and every sample-changing
+setting must match, see dhpo_suite.eval.identity), ask the engine only for the missing (problem, sample)
+pairs, and hand finished samples to a grading thread that grades them in the grader's worker processes and
+appends them within about a second (dhpo_suite.eval.sink). Generation never waits for the grader, and a
+SIGKILL loses only the requests still in the engine. A problem that cannot be generated (prompt longer than
+the context, a row over the size limit) is recorded with a status and the rest runs. Metrics are recomputed
+from the file, so resumed and uninterrupted evaluations report the same way.
 """
 
 from __future__ import annotations
@@ -13,14 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from dhpo_suite.eval.benchmarks import BENCHMARKS, load_problems
+from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, data_source, load_problems, paper_order
 from dhpo_suite.eval.engine import Engine, Request
+from dhpo_suite.eval.identity import BENCH_IDENTITY, IDENTITY, IdentityMismatch, check_same, model_fingerprint
 from dhpo_suite.eval.metrics import bench_metrics, paper_average
 from dhpo_suite.eval.prompts import load_template, stop_token_ids
-from dhpo_suite.eval.sink import GradingThread, Sink
+from dhpo_suite.eval.sink import GradingThread, Sink, skipped_records
+from dhpo_suite.eval.sources import clip
 from dhpo_suite.runs import eval_results as er
 
-__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "SettingsMismatch"]
+__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "SettingsMismatch", "precheck"]
+
+SettingsMismatch = IdentityMismatch
+"""--resume with a model or settings that differ from the stored evaluation's config.json."""
 
 
 @dataclass(frozen=True)
@@ -28,21 +35,21 @@ class EvalSettings:
     """What to generate and how to grade (the paper's protocol by default)."""
 
     template: str | None = None
-    """qwen-boxed | chat | a file with {input}; None: each benchmark's default."""
+    """qwen-boxed | chat | task | a file with {input}; None: each benchmark's default."""
     samples: int | None = None
     """Samples per problem for every benchmark; None: the protocol's (AIME 32, AMC23 4, else 1)."""
-    max_new_tokens: int = 16384
-    """Response token limit (clamped to the model's context)."""
+    max_new_tokens: int | None = None
+    """Response token limit (clamped to the model's context); None: each benchmark's (16384; a task's own)."""
     temperature: float = 1.0
     """Sampling temperature."""
     top_p: float = 1.0
     """Nucleus sampling mass."""
     limit: int | None = None
-    """Evaluate only the first N problems of each benchmark (arith: generate N)."""
+    """Evaluate only the first N problems of each benchmark (a task: N problems, default 128)."""
     data_dir: str | None = None
     """Folder of local <bench>.jsonl files; None: env DHPO_BENCHMARKS_DIR, else the hub."""
     batch_size: int = 256
-    """Samples in flight in the engine, and samples graded/appended per fsync."""
+    """Samples in flight in the engine (finished samples are stored within a second whatever this is)."""
     grader_workers: int = 2
     """Grader worker processes."""
     grader_timeout: float = 10.0
@@ -51,29 +58,19 @@ class EvalSettings:
     """(rank, world) of a data-parallel worker: it evaluates problems i with i % world == rank."""
 
 
-class SettingsMismatch(ValueError):
-    """--resume with settings that differ from the stored evaluation's config.json."""
-
-
-_RESUME_KEYS = ("max_new_tokens", "temperature", "top_p", "seed")
 Notify = Callable[[str], None]
 
 
 def _config(engine: Engine, settings: EvalSettings) -> dict:
-    return {"results_version": er.RESULTS_VERSION, "model": engine.model, "seed": engine.options.seed,
-            "max_new_tokens": settings.max_new_tokens, "temperature": settings.temperature,
-            "top_p": settings.top_p, "max_model_len": engine.max_model_len, "benches": {}}
-
-
-def _check_resume(stored: dict, config: dict, path: Path) -> None:
-    for key in _RESUME_KEYS:
-        if stored.get(key) != config[key]:
-            raise SettingsMismatch(f"{path}: field {key!r}: stored evaluation used {stored.get(key)!r}, this one "
-                                   f"{config[key]!r}; use the same setting or another --out")
+    model = Path(engine.model)
+    return {"results_version": er.RESULTS_VERSION, "model": str(model.resolve()) if model.exists() else engine.model,
+            "model_fingerprint": model_fingerprint(model) if model.is_dir() else None,
+            "seed": engine.options.seed, "temperature": settings.temperature, "top_p": settings.top_p,
+            "max_model_len": engine.max_model_len, "dtype": engine.options.dtype, "benches": {}}
 
 
 def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
-    """config.json of `out_dir`: new, or the stored one (checked) when resuming."""
+    """config.json of `out_dir`: new, or the stored one (checked field by field) when resuming."""
     path = out_dir / er.CONFIG
     has_samples = any(out_dir.glob("*.samples*.jsonl"))
     if path.exists() and has_samples:
@@ -81,38 +78,86 @@ def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
             raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
                                   f"--regrade to re-grade them, or choose another --out")
         stored = er.read_json(path)
-        _check_resume(stored, config, path)
+        check_same(stored, config, IDENTITY, str(path))
         return stored
     er.write_json_atomic(path, config)
     return config
 
 
-def _clamp_note(engine: Engine, prompts: list[str], settings: EvalSettings, bench: str) -> str | None:
-    longest = max(len(engine.encode(p)) for p in prompts)
+def precheck(out_dir: Path | str, model_dir: Path | str, resume: bool) -> None:
+    """Before the model is loaded: stored results need --resume, and --resume needs the same model (its path
+    and content fingerprint). Raises FileExistsError / IdentityMismatch (one line naming the field)."""
+    out_dir, model = Path(out_dir), Path(model_dir)
+    path = out_dir / er.CONFIG
+    if not path.exists() or not any(out_dir.glob("*.samples*.jsonl")):
+        return
+    if not resume:
+        raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
+                              f"--regrade to re-grade them, or choose another --out")
+    current = {"model": str(model.resolve()), "model_fingerprint": model_fingerprint(model)}
+    check_same(er.read_json(path), current, ("model", "model_fingerprint"), str(path))
+
+
+def _clamp_note(engine: Engine, longest: int, max_new_tokens: int, bench: str) -> str | None:
+    """A note when the response budget does not fit the context after the longest prompt (`longest` tokens)."""
     allowed = engine.max_model_len - longest
-    if settings.max_new_tokens <= allowed:
+    if max_new_tokens <= allowed:
         return None
-    return (f"{bench}: max_new_tokens {settings.max_new_tokens} + the longest prompt ({longest} tokens) exceeds "
+    return (f"{bench}: max_new_tokens {max_new_tokens} + the longest prompt ({longest} tokens) exceeds "
             f"the model's context of {engine.max_model_len} tokens; responses are clamped to "
-            f"{engine.max_model_len} - prompt length (>= {allowed} tokens)")
+            f"{engine.max_model_len} - prompt length (>= {max(allowed, 1)} tokens)")
+
+
+def _check_stored(stored: list[dict], prompts: dict, problems: dict, path: Path) -> None:
+    """Each stored problem's prompt and golds must be what this invocation sends (same data and template)."""
+    seen = set()
+    for r in stored:
+        pid = r["problem_id"]
+        if pid in seen or pid not in problems:
+            continue
+        seen.add(pid)
+        for key, now in (("prompt", prompts[pid]), ("gold", list(problems[pid].gold))):
+            if r.get(key) != now:
+                raise IdentityMismatch(f"{path}: problem {clip(repr(pid), 60)}: field '{key}': the stored sample's "
+                                       f"differs from this invocation's (another data source, template or "
+                                       f"repair); use the same data, or another --out")
+
+
+def _prepare(engine: Engine, name: str, settings: EvalSettings, config: dict, path: Path, notify: Notify):
+    """(problems, prompts, token ids, bench config entry) of one benchmark; the entry checked against config."""
+    bench = BENCHMARKS[name]
+    template = load_template(settings.template or bench.template)
+    problems = load_problems(name, settings.data_dir, settings.limit, seed=engine.options.seed, notify=notify)
+    prompts = {p.id: "" if p.skip else template.render(p.problem, engine.tokenizer, bench.task) for p in problems}
+    ids = {pid: engine.encode(text, template.adds_special_tokens) for pid, text in prompts.items() if text}
+    entry = {"template": template.name, "max_new_tokens": settings.max_new_tokens or bench.max_new_tokens,
+             "stop_token_ids": stop_token_ids(engine.tokenizer, engine.generation_config, template),
+             "grader": bench.grader, "samples": settings.samples or bench.samples, "problems": len(problems),
+             "data": data_source(name, settings.data_dir)}
+    if name in config["benches"]:
+        check_same(config["benches"][name], entry, BENCH_IDENTITY, str(path), prefix=f"benches.{name}.")
+    return problems, prompts, ids, entry
+
+
+def _skips(problems, ids: dict, max_model_len: int) -> dict[str, tuple[str, str]]:
+    """{problem id: (status, one-line reason)} of the problems that cannot be generated."""
+    out = {}
+    for p in problems:
+        if p.skip:
+            out[p.id] = ("row_too_large", clip(p.skip))
+        elif len(ids[p.id]) >= max_model_len:
+            out[p.id] = ("prompt_too_long", f"prompt of {len(ids[p.id])} tokens does not fit the context of "
+                                            f"{max_model_len} tokens")
+    return out
 
 
 def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, grading: GradingThread,
                     config: dict, progress, notify: Notify) -> dict:
     from vllm import SamplingParams
 
-    bench = BENCHMARKS[name]
-    n = settings.samples or bench.samples
-    template = load_template(settings.template or bench.template)
-    problems = load_problems(name, settings.data_dir, settings.limit, seed=engine.options.seed)
-    prompts = {p.id: template.render(p.problem, engine.tokenizer, bench.system) for p in problems}
-    stops = stop_token_ids(engine.tokenizer, engine.generation_config, template)
-    before = config["benches"].get(name, {}).get("template", template.name)
-    if before != template.name:
-        raise SettingsMismatch(f"{out_dir / er.CONFIG}: field 'benches.{name}.template': stored evaluation used "
-                               f"{before!r}, this one {template.name!r}; use the same --template or another --out")
-    config["benches"][name] = {"samples": n, "template": template.name, "problems": len(problems),
-                               "stop_token_ids": stops}
+    problems, prompts, ids, entry = _prepare(engine, name, settings, config, out_dir / er.CONFIG, notify)
+    n = entry["samples"]
+    config["benches"][name] = entry
     er.write_json_atomic(out_dir / er.CONFIG, config)
     rank, world = settings.shard
     problems = problems[rank::world]
@@ -120,34 +165,46 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
     stored = er.read_bench_samples(out_dir, name)
     for problem in stored.skipped:
         notify(f"resume: {problem}")
+    _check_stored(stored.records, prompts, {p.id: p for p in problems}, path)
     done = {(r["problem_id"], r["sample"]) for r in stored.records}
-    requests = [Request((p,), prompts[p.id], tuple(s for s in range(n) if (p.id, s) not in done))
-                for p in problems]
-    requests = [r for r in requests if r.samples]
-    task = progress(name, len(problems) * n, len(problems) * n - sum(len(r.samples) for r in requests))
+    missing = {p.id: tuple(s for s in range(n) if (p.id, s) not in done) for p in problems}
+    skips = _skips([p for p in problems if missing[p.id]], ids, engine.max_model_len)
+    if skips:
+        status, reason = next(iter(skips.values()))
+        notify(f"{name}: {len(skips)} problem(s) cannot be generated and are recorded as skipped ({status}: "
+               f"{reason})")
+    requests = [Request((p,), prompts[p.id], missing[p.id], tuple(ids[p.id])) for p in problems
+                if missing[p.id] and p.id not in skips]
+    total = len(problems) * n
+    advance = progress(name, total, total - sum(len(s) for s in missing.values()))
+    if not any(missing.values()):
+        return bench_metrics(er.read_bench_samples(out_dir, name).records, n)
     if requests:
-        note = _clamp_note(engine, [r.prompt for r in requests], settings, name)
+        note = _clamp_note(engine, max(len(r.prompt_ids) for r in requests), entry["max_new_tokens"], name)
         if note:
             notify(note)
-        params = SamplingParams(n=1, temperature=settings.temperature, top_p=settings.top_p,
-                                max_tokens=settings.max_new_tokens, stop_token_ids=stops)
-        with er.SampleWriter(path) as writer:
-            sink = Sink(grading, writer, task)
-            try:
-                for (problem,), completions in engine.stream(requests, params, settings.batch_size):
-                    sink.add(name, problem, prompts[problem.id], completions)
-                    if sink.size >= settings.batch_size:
-                        sink.flush()
-            finally:
-                sink.close()
+    params = SamplingParams(n=1, temperature=settings.temperature, top_p=settings.top_p,
+                            max_tokens=entry["max_new_tokens"], stop_token_ids=entry["stop_token_ids"])
+    with er.SampleWriter(path) as writer:
+        sink = Sink(grading, writer, advance, bench=name, grader=entry["grader"], batch_size=settings.batch_size)
+        try:
+            for p in problems:
+                if p.id in skips:
+                    sink.store_skipped(skipped_records(name, p, prompts[p.id], missing[p.id], *skips[p.id]))
+            for (problem,), completions in engine.stream(requests, params, settings.batch_size, on_step=sink.tick):
+                sink.add(problem, prompts[problem.id], completions)
+        finally:
+            sink.close()
     return bench_metrics(er.read_bench_samples(out_dir, name).records, n)
 
 
 def summarize(out_dir: Path | str, per_bench: dict[str, dict], config: dict) -> dict:
-    """Write summary.json: metrics per benchmark + AVG over the paper's benchmarks evaluated."""
+    """Write summary.json: metrics per benchmark (Table 1's order) + AVG over the paper's benchmarks evaluated
+    (over all of them when only training tasks were evaluated)."""
+    per_bench = {b: per_bench[b] for b in paper_order(per_bench)}
+    paper = {k: v for k, v in per_bench.items() if k in PAPER_BENCHMARKS}
     summary = {"results_version": er.RESULTS_VERSION, "model": config.get("model"), "benchmarks": per_bench,
-               "AVG": paper_average({k: v for k, v in per_bench.items() if k != "arith"} or per_bench),
-               "settings": {k: config.get(k) for k in (*_RESUME_KEYS, "max_model_len")}}
+               "AVG": paper_average(paper or per_bench), "settings": {k: config.get(k) for k in IDENTITY}}
     er.write_json_atomic(Path(out_dir) / er.SUMMARY, summary)
     return summary
 
@@ -187,13 +244,15 @@ def summarize_dir(out_dir: Path | str) -> dict:
     return summarize(out_dir, _stored_metrics(Path(out_dir), config, {}), config)
 
 
-def _regrade_file(pool, path: Path, name: str, notify: Notify) -> int:
+def _regrade_file(pool, path: Path, grader: str | None, notify: Notify) -> int:
     stored = er.read_samples(path)
     for problem in stored.skipped:
         notify(f"regrade: {problem}")
-    verdicts = pool.grade_many([(r["response"], r["gold"], name) for r in stored.records])
-    records = [{**r, "extracted": v.extracted, "correct": bool(v.correct), "status": v.status, "reason": v.reason}
-               for r, v in zip(stored.records, verdicts)]
+    graded = [r for r in stored.records if r["status"] not in er.SKIP_STATUSES]  # skipped: nothing to grade
+    verdicts = iter(pool.grade_many([(r["response"], r["gold"], grader) for r in graded]))
+    records = [r if r["status"] in er.SKIP_STATUSES else
+               {**r, "extracted": v.extracted, "correct": bool(v.correct), "status": v.status, "reason": v.reason}
+               for r in stored.records for v in ([None] if r["status"] in er.SKIP_STATUSES else [next(verdicts)])]
     er.rewrite_samples(path, records)
     return len(records)
 
@@ -206,9 +265,9 @@ def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, pro
 
     config = er.read_json(out_dir / er.CONFIG)
     with GraderPool(workers=settings.grader_workers, timeout=settings.grader_timeout) as pool:
-        for name in config.get("benches", {}):
+        for name, info in config.get("benches", {}).items():
             files = er.bench_sample_files(out_dir, name)
             advance = progress(name, len(er.read_bench_samples(out_dir, name).records), 0)
             for path in files:
-                advance(_regrade_file(pool, path, name, notify))
+                advance(_regrade_file(pool, path, info.get("grader", name), notify))
     return summarize(out_dir, _stored_metrics(out_dir, config, {}), config)

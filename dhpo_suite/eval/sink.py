@@ -1,19 +1,28 @@
 """Grading and storing finished samples on one background thread, so generation never waits for them.
 
 `GradingThread` owns the grader pool: it is started on the thread (its worker start-up, ~seconds, overlaps
-the first generation steps) and closed there. `Sink` collects finished problems into batches and hands each
-batch to the thread, which grades it (`GraderPool.grade_many`) and appends it with one fsync. At most one
-batch is being graded while the next one fills, which bounds what a SIGKILL can lose.
+the first generation steps) and closed there. `Sink` collects finished problems and hands them to the thread
+every `max_delay` seconds (or sooner, at `batch_size` samples), whatever the batch size: the thread grades
+them (`GraderPool.grade_many`) and appends them, flushed at once and fsynced at most every second. So a
+finished sample reaches the file within about a second and a SIGKILL loses the requests still in the
+engine, not the finished ones waiting for a full batch.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from dhpo_suite.runs import eval_results as er
 
-__all__ = ["GradingThread", "Sink", "sample_records"]
+__all__ = ["GradingThread", "Sink", "sample_records", "skipped_records"]
+
+MAX_DELAY = 0.5
+"""Seconds a finished sample may wait before it is handed to the grading thread."""
+_MAX_QUEUED = 8
+"""Batches queued on the grading thread before generation waits for it (bounds memory if grading lags)."""
 
 
 class GradingThread:
@@ -49,6 +58,14 @@ class GradingThread:
         self.close()
 
 
+def skipped_records(bench: str, problem, prompt: str, samples, status: str, reason: str) -> list[dict]:
+    """Records of samples that were never generated (status `prompt_too_long` | `row_too_large`): graded
+    incorrect, counted in the summary's `skipped`, kept on --resume."""
+    return [{"bench": bench, "problem_id": problem.id, "sample": s, "prompt": prompt, "response": "",
+             "n_tokens": 0, "finish_reason": "skipped", "gold": list(problem.gold), "extracted": None,
+             "correct": False, "status": status, "reason": reason} for s in samples]
+
+
 def sample_records(bench: str, problem, prompt: str, completions, verdicts) -> list[dict]:
     """One record per sample (dhpo_suite.runs.eval_results.SAMPLE_FIELDS)."""
     return [{"bench": bench, "problem_id": problem.id, "sample": c.sample, "prompt": prompt,
@@ -58,38 +75,62 @@ def sample_records(bench: str, problem, prompt: str, completions, verdicts) -> l
 
 
 class Sink:
-    """Batches finished problems of one benchmark and stores them through `grading` into `writer`."""
+    """Collects finished problems of one benchmark and stores them through `grading` into `writer`.
 
-    def __init__(self, grading: GradingThread, writer: er.SampleWriter, on_written: Callable[[int], None]):
+    `bench`: its name; `grader`: the grader policy name; `batch_size`: samples handed over at once at most; `max_delay`: seconds
+    a finished sample waits at most before it is handed over (`tick()` checks, after every engine step)."""
+
+    def __init__(self, grading: GradingThread, writer: er.SampleWriter, on_written: Callable[[int], None], *,
+                 bench: str, grader: str | None, batch_size: int, max_delay: float = MAX_DELAY):
         self.grading, self.writer, self.on_written = grading, writer, on_written
+        self.bench, self.grader = bench, grader
+        self.batch_size, self.max_delay = batch_size, max_delay
         self.batch: list[tuple] = []
         self.size = 0  # samples in the current batch
-        self._last: Future | None = None
+        self._since = 0.0  # when the current batch's first problem arrived
+        self._queued: deque[Future] = deque()
 
-    def add(self, bench: str, problem, prompt: str, completions) -> None:
-        self.batch.append((bench, problem, prompt, completions))
+    def add(self, problem, prompt: str, completions) -> None:
+        if not self.batch:
+            self._since = time.monotonic()
+        self.batch.append((problem, prompt, completions))
         self.size += len(completions)
+        self.tick()
+
+    def store_skipped(self, records: list[dict]) -> None:
+        """Append records that need no grading (skipped samples), in order with the graded ones."""
+        self.flush()
+        self._queue(self.grading.submit(self._write, records))
+
+    def tick(self) -> None:
+        """Hand the batch over if it is full or its oldest sample has waited `max_delay` seconds."""
+        if self.batch and (self.size >= self.batch_size or time.monotonic() - self._since >= self.max_delay):
+            self.flush()
+        while self._queued and self._queued[0].done():
+            self._queued.popleft().result()  # re-raises a grading/writing error here
 
     def flush(self) -> None:
-        """Hand the current batch to the thread, after the previous one is stored (bounded loss on a kill)."""
+        """Hand the current batch to the grading thread (which stores batches in order)."""
         if not self.batch:
             return
         batch, self.batch, self.size = self.batch, [], 0
-        self.wait()
-        self._last = self.grading.submit(self._store, batch)
+        self._queue(self.grading.submit(self._store, batch))
+
+    def _queue(self, future: Future) -> None:
+        self._queued.append(future)
+        while len(self._queued) > _MAX_QUEUED:  # grading lags generation: wait rather than pile up
+            self._queued.popleft().result()
 
     def _store(self, batch) -> None:
-        verdicts = iter(self.grading.grade([(c.text, list(p.gold), b) for b, p, _, cs in batch for c in cs]))
-        records = [r for b, p, prompt, cs in batch
-                   for r in sample_records(b, p, prompt, cs, [next(verdicts) for _ in cs])]
+        verdicts = iter(self.grading.grade([(c.text, list(p.gold), self.grader) for p, _, cs in batch for c in cs]))
+        self._write([r for p, prompt, cs in batch
+                     for r in sample_records(self.bench, p, prompt, cs, [next(verdicts) for _ in cs])])
+
+    def _write(self, records: list[dict]) -> None:
         self.writer.write_batch(records)
         self.on_written(len(records))
 
-    def wait(self) -> None:
-        if self._last is not None:
-            self._last.result()  # re-raises a grading/writing error here
-            self._last = None
-
     def close(self) -> None:
         self.flush()
-        self.wait()
+        while self._queued:
+            self._queued.popleft().result()

@@ -1,9 +1,11 @@
-"""Evaluation results: per-sample JSONL (append-only, fsync per batch) and one summary JSON per evaluation.
+"""Evaluation results: per-sample JSONL (append-only; flushed per write, fsync at most every second) and one
+summary JSON per evaluation.
 
 Layout of one evaluation directory (`--out DIR`, or `RUN_DIR/evals/step-XXXXXX/` for a run's checkpoint):
 
-    config.json              settings of the evaluation (model, template, sampling); checked on --resume
-    <bench>.samples.jsonl    one JSON object per sample, appended as batches complete (SAMPLE_FIELDS)
+    config.json              the evaluation's identity (model path + fingerprint, sampling, per-benchmark template,
+                             budget, stop ids, data source); checked field by field on --resume
+    <bench>.samples.jsonl    one JSON object per sample, appended as samples finish (SAMPLE_FIELDS)
     <bench>.samples.shard{r}of{N}.jsonl   the same, written by data-parallel worker r of N (read together)
     summary.json             metrics per benchmark + the paper's AVG, rewritten atomically
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,6 +29,7 @@ from dhpo_suite.runs.format import EVALS, Problem, RunFormatError
 __all__ = [
     "RESULTS_VERSION",
     "SAMPLE_FIELDS",
+    "SKIP_STATUSES",
     "CONFIG",
     "SUMMARY",
     "SampleWriter",
@@ -49,7 +53,10 @@ SUMMARY = "summary.json"
 SAMPLE_FIELDS = ("bench", "problem_id", "sample", "prompt", "response", "n_tokens", "finish_reason",
                  "gold", "extracted", "correct", "status", "reason")
 """Keys of every sample record. `gold` is the list of accepted gold answers; `status` is the grader's
-verdict status (ok | no_answer | timeout | error) and `reason` its explanation."""
+verdict status (ok | no_answer | timeout | error), or why the sample was never generated (SKIP_STATUSES),
+and `reason` its one-line explanation."""
+SKIP_STATUSES = ("prompt_too_long", "row_too_large")
+"""Statuses of samples recorded without generation (finish_reason `skipped`, graded incorrect)."""
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 
 
@@ -176,13 +183,17 @@ def read_samples(path: Path | str) -> SamplesRead:
 
 
 class SampleWriter:
-    """Append sample records to `<bench>.samples.jsonl`; each `write_batch` ends with flush + fsync.
+    """Append sample records to `<bench>.samples.jsonl`. Each `write_batch` is flushed to the OS at once (a
+    killed process loses nothing written) and fsynced when `fsync_every` seconds have passed since the last
+    fsync, and on close (a power cut loses at most that long).
 
     On open, a torn tail left by a crash is cut off so new lines never glue onto half a record.
     """
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, fsync_every: float = 1.0):
         self.path = Path(path)
+        self.fsync_every = fsync_every
+        self._synced = time.monotonic()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             valid = read_samples(self.path).valid_bytes
@@ -191,15 +202,23 @@ class SampleWriter:
         self._f = open(self.path, "a", encoding="utf-8")
 
     def write_batch(self, records: Iterable[dict]) -> int:
-        """Append records (one JSON line each) and make them durable. Returns how many were written."""
+        """Append records (one JSON line each), flush, fsync if due. Returns how many were written."""
         lines = [json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records]
         self._f.write("".join(lines))
         self._f.flush()
-        os.fsync(self._f.fileno())
+        if time.monotonic() - self._synced >= self.fsync_every:
+            self.sync()
         return len(lines)
 
+    def sync(self) -> None:
+        os.fsync(self._f.fileno())
+        self._synced = time.monotonic()
+
     def close(self) -> None:
-        self._f.close()
+        if not self._f.closed:
+            self._f.flush()
+            self.sync()
+            self._f.close()
 
     def __enter__(self) -> "SampleWriter":
         return self

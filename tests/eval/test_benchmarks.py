@@ -6,6 +6,7 @@ import pytest
 
 from dhpo_suite.eval.benchmarks import (BENCHMARKS, PAPER_BENCHMARKS, DataError, load_problems, normalize_row,
                                         read_jsonl, resolve_benches)
+from dhpo_suite.tasks import TASKS
 
 # What a hub row of each benchmark looks like (its source columns) and the gold it must give.
 HUB_ROWS = {
@@ -35,12 +36,26 @@ def test_hub_rows_normalise_through_the_record(name):
     assert (out["id"], out["problem"], out["answer"]) == (want_id, "P", want_answer)
 
 
-def test_protocol_defaults_and_arith():
+def test_protocol_defaults():
     assert BENCHMARKS["aime24"].samples == BENCHMARKS["aime25"].samples == 32
     assert BENCHMARKS["amc23"].samples == 4
     assert {BENCHMARKS[n].samples for n in PAPER_BENCHMARKS[3:]} == {1}
-    arith = load_problems("arith", limit=5)
-    assert len(arith) == 5 and all(p.gold[0].lstrip("-").isdigit() for p in arith)
+    assert {BENCHMARKS[n].max_new_tokens for n in PAPER_BENCHMARKS} == {16384}  # the paper's 16K budget
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_every_training_task_is_a_benchmark_with_the_trainers_held_out_set(name):
+    """The trainer's held-out reward: task.make_problems(eval_prompts=128, seed, "test"), its budget, its policy."""
+    from dhpo_suite.train.embedded import TrainConfig
+
+    task, bench = TASKS[name], BENCHMARKS[name]
+    assert (bench.task, bench.template, bench.max_new_tokens, bench.grader, bench.samples) == \
+        (name, "task", task.max_new_tokens, task.bench, 1)
+    for seed in (0, 3):
+        want = task.make_problems(TrainConfig().eval_prompts, seed=seed, split="test")
+        got = load_problems(name, seed=seed)
+        assert [(p.id, p.problem, p.gold) for p in got] == [(r["id"], r["problem"], (r["answer"],)) for r in want]
+    assert len(load_problems(name, limit=5)) == min(5, len(want))
 
 
 def test_answer_alt_becomes_an_accepted_gold(bench_dir):
@@ -50,7 +65,8 @@ def test_answer_alt_becomes_an_accepted_gold(bench_dir):
 
 def test_resolve_benches():
     assert resolve_benches("all") == list(PAPER_BENCHMARKS)
-    assert resolve_benches("aime24, arith") == ["aime24", "arith"]
+    assert resolve_benches("aime24, arith") == ["aime24", "arithmetic"]  # the old name is an alias
+    assert resolve_benches("arithmetic-chat,gsm8k") == ["arithmetic-chat", "gsm8k"]
     with pytest.raises(DataError, match="unknown benchmark.*'aime23'"):
         resolve_benches("aime23")
 
@@ -74,19 +90,6 @@ def test_malformed_data_file_names_file_line_and_field(tmp_path, line, message):
 def test_missing_file_in_data_dir(tmp_path):
     with pytest.raises(DataError, match="aime24.jsonl: not found"):
         load_problems("aime24", tmp_path)
-
-
-def test_hub_loader_reads_a_dataset_through_datasets(tmp_path):
-    """The real `datasets.load_dataset` path, on a local folder standing in for the hub (no network here)."""
-    from dataclasses import replace
-
-    from dhpo_suite.eval.benchmarks import _from_hub
-
-    rows = [{"question": f"Q{i}", "answer": f"work\n#### 1,00{i}"} for i in range(3)]
-    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    bench = replace(BENCHMARKS["gsm8k"], hub_id=str(tmp_path), config=None, split="test")
-    problems = _from_hub(bench)
-    assert [(p.id, p.problem, p.gold) for p in problems] == [(str(i), f"Q{i}", (f"100{i}",)) for i in range(3)]
 
 
 @pytest.mark.parametrize("name", list(BENCHMARKS))

@@ -17,12 +17,14 @@ def test_qwen_boxed_is_simplerl_base_template():
     assert prompt == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is 1+1?\n"
                       "Please reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
                       "<|im_start|>assistant\n")
-    assert set(TEMPLATES) == {"qwen-boxed", "chat"}
+    assert set(TEMPLATES) == {"qwen-boxed", "chat", "task"}
 
 
 def test_chat_template_and_file_template(tok, tmp_path):
-    chat = load_template("chat").render("Compute 2 + 2.", tok, system="Be brief.")
-    assert chat.startswith("<|im_start|>system\nBe brief.<|im_end|>") and chat.endswith("<|im_start|>assistant\n")
+    chat = load_template("chat").render("Compute 2 + 2.", tok)
+    assert chat == ("<|im_start|>user\nCompute 2 + 2.\nPlease reason step by step, and put your final answer "
+                    "within \\boxed{}.<|im_end|>\n<|im_start|>assistant\n")
+    assert not load_template("chat").adds_special_tokens and load_template("qwen-boxed").adds_special_tokens
     f = tmp_path / "t.txt"
     f.write_text("Q: {input}\nA:")
     assert load_template(str(f)).render("x", tok) == "Q: x\nA:"
@@ -42,6 +44,23 @@ def test_stop_ids_of_a_qwen3_base_like_model_include_the_chat_end(tok, tmp_path)
     tok.chat_template = None  # the raw template alone still reveals the turn end
     assert stop_token_ids(tok, gen, load_template("qwen-boxed")) == sorted([endoftext, im_end])
     assert stop_token_ids(tok, gen, None) == [endoftext]  # nothing else claims to end a turn
+
+
+@pytest.mark.parametrize("task", ["arithmetic", "word-problems"])
+def test_task_template_is_the_trainers_prompt(tiny_model_dir, task):
+    """The trainer's rollout prompt (dhpo_suite.train.embedded.rollout.encode_prompts): Task.messages through the
+    chat template, no added specials; it stops at the tokenizer's eos alone."""
+    from dhpo_suite.tasks import get_task
+    from dhpo_suite.train.embedded.rollout import encode_prompts
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)  # the module's `tok` is changed by the tests above
+    t = get_task(task)
+    problem = t.make_problems(1, seed=0, split="test")[0]
+    text = load_template("task").render(problem["problem"], tok, task)
+    assert tok(text, add_special_tokens=False)["input_ids"] == encode_prompts(tok, [t.messages(problem)])[0]
+    assert stop_token_ids(tok, GenerationConfig(eos_token_id=[0, 2]), load_template("task")) == [tok.eos_token_id]
+    with pytest.raises(ValueError, match="only a training task"):
+        load_template("task").render("x", tok)
 
 
 def test_stop_ids_take_every_generation_config_eos(tok):

@@ -1,38 +1,26 @@
-"""lm-eval hooks for the dhpo_* tasks: rows normalised through our registry, prompts from our templates,
-responses scored by dhpo_suite.grading (the same grader as `dhpo-suite eval` and the training reward).
+"""lm-eval hooks for the dhpo_* tasks: problems from our registry (`load_problems`: local JSONL copies when env
+DHPO_BENCHMARKS_DIR is set, else the hub through the same normalisation and repairs), prompts from our
+templates, responses scored by dhpo_suite.grading (the same grader as `dhpo-suite eval` and the training
+reward).
 
 Each task's metric is `avg@k` (k = the task's `repeats`): the mean correctness over the k responses.
 """
 
 from __future__ import annotations
 
-from dhpo_suite.eval.benchmarks import BENCHMARKS, normalize_row
 from dhpo_suite.eval.prompts import QWEN_BOXED
 
 
-def _process_docs(name: str):
-    bench = BENCHMARKS[name]
+def load_benchmark(bench: str, **_ignored) -> dict:
+    """`custom_dataset` of every task: {"test": Dataset of dhpo_id, dhpo_problem, dhpo_gold} for `bench`
+    (the task's `metadata.bench`). Rows that `dhpo-suite eval` would skip (over the size limit) are left out."""
+    import datasets
 
-    def process_docs(dataset):
-        return dataset.map(lambda row, i: _doc(bench, row, i), with_indices=True)
+    from dhpo_suite.eval.benchmarks import load_problems
 
-    return process_docs
-
-
-def process_docs_local(dataset):
-    """For local JSONL files already in our fields (id, problem, answer[, answer_alt])."""
-    return dataset.map(lambda row, i: _doc(None, row, i), with_indices=True)
-
-
-def _doc(bench, row: dict, index: int) -> dict:
-    row = normalize_row(bench, dict(row), index) if bench is not None else row
-    alt = row.get("answer_alt") or []
-    alt = [alt] if isinstance(alt, str) else list(alt)
-    return {"dhpo_id": str(row["id"]), "dhpo_problem": row["problem"], "dhpo_gold": [row["answer"], *alt]}
-
-
-for _name in BENCHMARKS:
-    globals()[f"process_docs_{_name}"] = _process_docs(_name)
+    rows = [{"dhpo_id": p.id, "dhpo_problem": p.problem, "dhpo_gold": list(p.gold), "dhpo_bench": bench}
+            for p in load_problems(bench, notify=print) if not p.skip]
+    return {"test": datasets.Dataset.from_list(rows)}
 
 
 def doc_to_text(doc: dict) -> str:
@@ -49,5 +37,5 @@ def process_results(doc: dict, results: list) -> dict:
     from dhpo_suite.grading import grade
 
     responses = results[0] if results and isinstance(results[0], list) else results
-    verdicts = [grade(r, doc["dhpo_gold"]) for r in responses]
+    verdicts = [grade(r, doc["dhpo_gold"], doc.get("dhpo_bench")) for r in responses]
     return {f"avg@{len(responses)}": sum(v.correct for v in verdicts) / max(len(verdicts), 1)}
