@@ -170,7 +170,9 @@ def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool,
 def _verify(gold_expr, pred_expr, gold: str, pred: str) -> tuple[bool, str]:
     from math_verify import verify
 
-    same = verify([gold_expr], [pred_expr], timeout_seconds=None, raise_on_error=True)
+    # allow_set_relation_comp: `x \\geq 5` answers `[5, \\infty)` as well as the reverse (same set)
+    same = verify([gold_expr], [pred_expr], timeout_seconds=None, raise_on_error=True,
+                  allow_set_relation_comp=True)
     verb = "equivalent to" if same else "not equivalent to"
     return same, f"math-verify: {pred!r} {verb} gold {gold!r}"
 

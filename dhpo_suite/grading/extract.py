@@ -28,6 +28,7 @@ _PHRASE_RE = re.compile(
     r"|^\s*answer\s*(?=\$|\\\[|\\\()|####)\s*:?",
     re.IGNORECASE | re.MULTILINE,
 )
+_NEXT_PROBLEM_RE = re.compile(r"\n\s*(?:#+\s*|\*\*)?(?:Problem|Question)(?:\s*\d+)?\s*\**\s*:", re.IGNORECASE)
 _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
@@ -51,6 +52,7 @@ def extract_final(text: str | None) -> tuple[str | None, str | None]:
     """(answer, answer_source) with answer_source in SOURCES; (None, None) when nothing is stated."""
     if not text:
         return None, None
+    text = _before_next_problem(text)
     boxes = _final_boxes(text)
     phrase = _after_phrase(text)
     if boxes:
@@ -130,6 +132,19 @@ def _matching_braces(text: str, begin: int) -> dict[int, int]:
             pairs[stack.pop()] = i
         i += 1
     return pairs
+
+
+def _before_next_problem(text: str) -> str:
+    """The response up to a made-up next problem: a base model prompted with worked examples often
+    answers ("Final Answer: ... I hope it is correct.") and goes on with "Problem: ..." and a solution
+    of its own. Only a header after the first stated answer counts."""
+    if not _NEXT_PROBLEM_RE.search(text):
+        return text
+    marks = [m.start() for m in (_BOX_RE.search(text), _PHRASE_RE.search(text)) if m]
+    if not marks:
+        return text
+    header = _NEXT_PROBLEM_RE.search(text, min(marks))
+    return text[: header.start()] if header else text
 
 
 def _after_phrase(text: str) -> tuple[str, int, bool] | None:

@@ -1,6 +1,7 @@
 """Answer shapes that need their own reading before comparison (string rules; nothing is evaluated).
 
-* clock times: `4:30 \\text{ p.m.}`, `\\text{4:30 p.m.}`, `16:30`, `12{:}00` → minutes after midnight
+* clock times: `4:30 \\text{ p.m.}`, `\\text{4:30 p.m.}`, `16:30`, `12{:}00`, `12:00 noon`, `9 a.m.` →
+  minutes after midnight
   (math-verify reads `12:00` as a ratio and raises on the division by zero);
 * multiple-choice labels: `\\textbf{(B) } 27` answers a value gold with 27 and a letter gold with B;
 * stated values: `x = 5+5+1 = 11` states 11, `x \\approx 11` states 11 and `\\frac{70}{9} \\approx 7.78`
@@ -13,7 +14,8 @@ import re
 
 __all__ = ["choice_label", "parse_time", "stated_values", "strip_choice_label"]
 
-_TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?)?$")
+_TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?|(noon|midnight))?$")
+_HOUR_RE = re.compile(r"^(\d{1,2})\s*(?:([ap])\.?\s*m\.?)$")  # `9 a.m.`: a time only with its meridiem
 _LABEL_RE = re.compile(
     r"^\s*(?:\\(?:textbf|text|mathrm|mathbf)\s*\{\s*\(?\s*([A-E])\s*\)?\s*\}|\(([A-E])\)|([A-E])\))\s*"
 )
@@ -24,14 +26,19 @@ def parse_time(raw: str) -> int | None:
     s = re.sub(r"\\(?:text|mathrm|textrm|mbox|rm)\s*\{([^{}]*)\}", r" \1 ", raw)
     s = s.replace("{:}", ":").replace("$", "")
     s = re.sub(r"\\[,;!: ]|~|[{}]", " ", s)
-    s = re.sub(r"\s+", " ", s).strip().lower().rstrip(".").strip()
-    s = re.sub(r"\s*\.?$", "", s) if not s.endswith("m.") else s
-    m = _TIME_RE.match(s)
-    if not m:
+    s = re.sub(r"\s+", " ", s).strip().lower()
+    s = re.sub(r"\s*:\s*", ":", s).rstrip(". ")  # `m.` loses its point too; the pattern allows that
+    m, hour = _TIME_RE.match(s), _HOUR_RE.match(s)
+    if not m and not hour:
         return None
-    hours, minutes, meridiem = int(m.group(1)), int(m.group(2)), m.group(4)
-    if minutes > 59 or hours > 23 or (meridiem and not 1 <= hours <= 12):
+    if hour:
+        hours, minutes, meridiem, word = int(hour.group(1)), 0, hour.group(2), None
+    else:
+        hours, minutes, meridiem, word = int(m.group(1)), int(m.group(2)), m.group(4), m.group(5)
+    if minutes > 59 or hours > 23 or ((meridiem or word) and not 1 <= hours <= 12):
         return None
+    if word:  # `12:00 noon`, `12:00 midnight`
+        meridiem = "p" if word == "noon" else "a"
     if meridiem:
         hours = hours % 12 + (12 if meridiem == "p" else 0)
     return hours * 60 + minutes
