@@ -8,7 +8,7 @@
    the mirrors' own timers give the training thread's cost (`submit`, a queue put) and the mirror thread's
    wall and CPU time per step, each as a fraction of the training step (rollout + reward + update +
    telemetry, the trainer's own `time/*_s` columns). The step-time difference between the two runs is
-   printed too; on a shared 2-core machine it is mostly noise.
+   printed too; on a shared 2-core machine it is mostly noise. The W&B service process's CPU is sampled too.
 2. Export: a 1000-step synthetic run (runs.synthetic) mirrored with `export_run` to TensorBoard and to an
    offline W&B run; wall time of each.
 """
@@ -24,6 +24,44 @@ import time
 from pathlib import Path
 
 STEP_COLUMNS = ("time/rollout_s", "time/reward_s", "time/update_s", "time/telemetry_s")
+
+
+class ServiceCPU:
+    """CPU seconds (user + system) of the W&B service process (`wandb-core`, a child of this process),
+    sampled every 0.2 s while it lives (its last 0.2 s, at finish, may be missed)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.is_set():
+            for p in me.children(recursive=True):
+                try:
+                    if "wandb" in p.name():
+                        t = p.cpu_times()
+                        self.seen[p.pid] = t.user + t.system
+                except psutil.Error:
+                    continue
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> "ServiceCPU":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.seen.values())
 
 
 def train_run(out: Path, steps: int, logger: str, spies: list) -> list[float]:
@@ -53,7 +91,8 @@ def train_run(out: Path, steps: int, logger: str, spies: list) -> list[float]:
 def overhead(root: Path, steps: int) -> None:
     spies: list = []
     plain = train_run(root / "runs" / "plain", steps, "none", [])
-    mirrored = train_run(root / "runs" / "mirrored", steps, "tensorboard,wandb", spies)
+    with ServiceCPU() as service:
+        mirrored = train_run(root / "runs" / "mirrored", steps, "tensorboard,wandb", spies)
     m = spies[0]
     step = statistics.mean(mirrored)
     n = len(mirrored)
@@ -69,6 +108,8 @@ def overhead(root: Path, steps: int) -> None:
           f"= {100 * m.work_s / n / step:.3f} % of a step")
     print(f"mirror thread, CPU per step:              {1e3 * m.work_cpu_s / n:8.2f} ms  "
           f"= {100 * m.work_cpu_s / n / step:.3f} % of a step")
+    print(f"W&B service process, CPU for the run:     {service.seconds:8.2f} s  "
+          f"= {100 * service.seconds / n / step:.3f} % of a step (start-up and finish included)")
     print(f"steps dropped by the mirrors:             {m.dropped}")
 
 
@@ -82,10 +123,12 @@ def export_timing(root: Path, steps: int) -> None:
     made = time.perf_counter() - t0
     print(f"\n## export: synthetic dhpo-e run, {steps} steps (written in {made:.1f} s)")
     for to in ("tensorboard", "wandb"):
-        t0 = time.perf_counter()
-        result = export_run(run, to, root / f"export-{to}", table_every=10)
-        wall = time.perf_counter() - t0
-        print(f"export --to {to:<12} {result.steps} steps in {wall:6.2f} s  ({1e3 * wall / result.steps:.2f} ms/step)")
+        t0, c0 = time.perf_counter(), time.process_time()
+        with ServiceCPU() as service:
+            result = export_run(run, to, root / f"export-{to}", table_every=10)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        print(f"export --to {to:<12} {result.steps} steps in {wall:6.2f} s  ({1e3 * wall / result.steps:.2f} ms/step; "
+              f"CPU: this process {cpu:.1f} s, W&B service {service.seconds:.1f} s)")
 
 
 def main() -> None:
