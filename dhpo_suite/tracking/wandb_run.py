@@ -20,15 +20,20 @@ __all__ = ["WandbMirror", "default_mode", "step_payload"]
 
 
 def default_mode() -> str:
-    """$WANDB_MODE if set; otherwise online only when an API key is configured, else offline."""
+    """$WANDB_MODE if set; otherwise online only when an API key is configured ($WANDB_API_KEY, or the
+    ~/.netrc entry `wandb login` writes for the W&B host), else offline (needs no account)."""
     mode = os.environ.get("WANDB_MODE")
     if mode:
         return mode
-    try:
-        import wandb
+    if os.environ.get("WANDB_API_KEY"):
+        return "online"
+    import netrc
+    from urllib.parse import urlparse
 
-        return "online" if wandb.api.api_key else "offline"
-    except Exception:  # no key, no netrc, no settings file: offline works without any
+    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
+    try:
+        return "online" if netrc.netrc(os.environ.get("NETRC")).authenticators(host) else "offline"
+    except (OSError, netrc.NetrcParseError):  # no ~/.netrc, or one we cannot read: no key configured
         return "offline"
 
 

@@ -120,3 +120,18 @@ def test_train_with_loggers_mirrors_every_step(tmp_path):
     offline = wandb_records.offline_run(tmp_path / "runs")
     readback.assert_wandb_matches(wandb_records.history(offline), out)
     assert wandb_records.config(offline)["config"]["logger"] == "tensorboard,wandb"
+
+
+def test_wandb_runs_offline_unless_a_key_is_configured(monkeypatch, tmp_path):
+    from dhpo_suite.tracking.wandb_run import default_mode
+
+    monkeypatch.delenv("WANDB_MODE")
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine example.org login user password secret\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    assert default_mode() == "offline"
+    netrc.write_text("machine api.wandb.ai login user password " + "k" * 40 + "\n")  # what `wandb login` writes
+    netrc.chmod(0o600)
+    assert default_mode() == "online"
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert default_mode() == "disabled"
