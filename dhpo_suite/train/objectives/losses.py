@@ -65,10 +65,11 @@ def dhpo(
     entropy_scope: str = "sequence",
     loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """DHPO (paper eq. 7): loss = −min(m·A, m̃·A) with m = w·r_tok + (1−w)·s_seq, aggregated 1/G Σ_i 1/|o_i| Σ_t.
+    """DHPO (paper eq. 7): loss = −min(m·A, m̃·A), m = w·r_tok + (1−w)·s_seq, aggregated 1/G Σ_i 1/|o_i| Σ_t.
 
     w = avg_weight (DHPO-A, 0.5) or g(sg[H]) (DHPO-E, eq. 10: per-response min-max entropy).
-    Branch clipping (eq. 11): m̃ = w·clip(r_tok, 1−ε_low, 1+ε_high) + (1−w)·clip(s_seq, 1−ε^seq_low, 1+ε^seq_high).
+    Branch clipping (eq. 11):
+        m̃ = w·clip(r_tok, 1−ε_low, 1+ε_high) + (1−w)·clip(s_seq, 1−ε^seq_low, 1+ε^seq_high).
     Unified clipping (the ablation): m̃ = clip(m, 1−ε_low, 1+ε_high), with the token ε.
     In the unclipped regime ∇J = 1/G Σ_i 1/|o_i| Σ_t m_it·A_i·∇log π_it (eq. 17): w and the ratios'
     sg parts are constants. Shapes: every tensor (B, T).
@@ -106,7 +107,7 @@ def grpo(
     dual_clip: float | None = None,
     loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """GRPO (paper eq. 3): loss = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), r = π/π_old the token ratio (eq. 2).
+    """GRPO (paper eq. 3): loss = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), r = π/π_old (token ratio, eq. 2).
 
     dual_clip=c additionally caps the loss of A<0 tokens at −c·A (verl's `vanilla` uses c=3).
     """
@@ -148,7 +149,8 @@ def gmpo(
     eps_high: float = 0.4,
     loss_agg_mode: str = PAPER_AGG_MODE,
 ) -> ObjectiveOutput:
-    """GMPO (geometric-mean policy optimisation, Zhao et al., 2025): loss_i = −A_i·exp(mean_t sgn(A)·min(sgn(A)·log r, sgn(A)·clip(log r))).
+    """GMPO (geometric-mean policy optimisation, Zhao et al., 2025):
+    loss_i = −A_i·exp(mean_t sgn(A)·min(sgn(A)·log r, sgn(A)·clip(log r))).
 
     Clipping happens per token in log space, [−ε_low, ε_high]. The sequence loss is placed on each
     valid token, so seq-mean-token-mean gives mean_i loss_i.

@@ -27,7 +27,7 @@ SEQ_LOG_RATIO_MAX = 10.0  # verl clamps the GSPO log sequence ratio from above a
 
 
 def token_log_ratio(log_prob: torch.Tensor, old_log_prob: torch.Tensor) -> torch.Tensor:
-    """log r_it = log π − log π_old (the token ratio of paper eq. 2), clamped to ±20 like verl so exp() cannot overflow."""
+    """log r_it = log π − log π_old (the token ratio of paper eq. 2), clamped to ±20 like verl (exp() stays finite)."""
     return torch.clamp(log_prob - old_log_prob, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
 
 
