@@ -83,10 +83,10 @@ def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
         same = parse_time(pred_raw) == gold_time
         return same, f"clock time {pred_raw!r} {'equals' if same else 'differs from'} gold {gold_raw!r}"
     gold, pred = normalize(gold_raw), normalize(pred_raw)
-    letter = _choice_letter(gold)
-    if letter and choice_label(pred):
-        same = choice_label(pred) == letter
-        return same, f"choice {choice_label(pred)} {'is' if same else 'is not'} gold ({letter})"
+    letter, pred_letter = _choice_letter(gold), _choice_letter(pred)
+    if letter and pred_letter:
+        same = pred_letter == letter
+        return same, f"choice {pred_letter} {'is' if same else 'is not'} gold ({letter})"
     if not letter:
         pred = strip_choice_label(pred)  # `\\textbf{(B) } 27` states 27
     if "=" not in gold and not re.search(r"\\approx|\\simeq", gold):
@@ -114,10 +114,10 @@ def _exact(text: str) -> Num | None:
     return Num(found[0], None, 0, text) if found else None
 
 
-def _choice_letter(gold: str) -> str | None:
-    """B for a multiple-choice gold (`\\text{(B)}`, `(B)`, `B`)."""
-    m = re.fullmatch(r"\(?([A-E])\)?", gold.strip())
-    return m.group(1) if m else None
+def _choice_letter(answer: str) -> str | None:
+    """B for a multiple-choice answer: `(B)`, `B`, or a labelled choice (`(B) 27`, `B. x = 42`)."""
+    m = re.fullmatch(r"\(?([A-E])\)?", answer.strip())
+    return m.group(1) if m else choice_label(answer)
 
 
 def _stated_value(pred: str) -> str:

@@ -17,7 +17,7 @@ __all__ = ["choice_label", "parse_time", "stated_values", "strip_choice_label"]
 _TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?|(noon|midnight))?$")
 _HOUR_RE = re.compile(r"^(\d{1,2})\s*(?:([ap])\.?\s*m\.?)$")  # `9 a.m.`: a time only with its meridiem
 _LABEL_RE = re.compile(
-    r"^\s*(?:\\(?:textbf|text|mathrm|mathbf)\s*\{\s*\(?\s*([A-E])\s*\)?\s*\}|\(([A-E])\)|([A-E])\))\s*"
+    r"^\s*(?:\\(?:textbf|text|mathrm|mathbf)\s*\{\s*\(?\s*([A-E])\s*\)?\s*\}|\(([A-E])\)|([A-E])\)|([A-E])\.(?=\s))\s*"
 )
 
 

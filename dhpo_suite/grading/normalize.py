@@ -69,7 +69,7 @@ def normalize(answer: str) -> str:
     s = s.replace("{,}", ",")
     s = re.sub(r"\s+", " ", s).strip()
     s = re.sub(r"(?<!\\)([(\[])\s+|\s+(?=[)\]])", r"\1", s)
-    s = re.sub(r"(?:[.;:?,]|\\\.)+$", "", s).strip()
+    s = re.sub(r"(?:[.;:?,]|\\\.|\\\\)+$", "", s).strip()  # a trailing `\\` is a row break
     if _THOUSANDS_RE.match(s):
         s = s.replace(",", "")
     elif _SPACED_THOUSANDS_RE.match(s):

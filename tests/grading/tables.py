@@ -60,6 +60,12 @@ ARITHMETIC = [  # numeric expressions: exact rational arithmetic
     (r"1", r"$\boxed{\frac{1}{3}\times 4}$", False, "product 4/3"),
     (r"\frac{1}{4}", r"$\boxed{\left(\frac{1}{2}\right)^{3}}$", False, "cube, not square"),
     (r"4", r"$\boxed{\frac{34}{16}+\frac{\sqrt{1358}}{16}}$", False, MV + " complex expressions"),
+    ('.185', 'The answer is $\\boxed{0.185}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('0.185', 'The answer is $\\boxed{.185}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('\\frac {1}{2}', 'The answer is $\\boxed{0.5}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('0.5', 'The answer is $\\boxed{\\frac {1}{2}}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('5', 'The answer is $\\boxed{5.001}$.', False, 'NeMo-Skills test_math_equal.py'),
+    ('5.001', 'The answer is $\\boxed{5}$.', False, 'NeMo-Skills test_math_equal.py (reversed)'),
 ]
 
 FINAL_ANSWER = [  # which answer a response states last
@@ -120,6 +126,10 @@ SETS = [  # several answers: sets, lists, several boxes
     (r"(0,9) \cup (9,36)", r"$\boxed{(0,36)}$", False, "math500 ia/1992, the hole is lost"),
     (r"1,2,3", r"First $\boxed{1}$. " + "More work here. " * 40 + r"Finally $\boxed{2}$ and $\boxed{3}$.",
      False, "an early box is an intermediate result"),
+    ('\\sqrt{67},-\\sqrt{85}', 'The answer is $\\boxed{\\sqrt{67}}$.', False, 'NeMo-Skills test_math_equal.py'),
+    ('\\sqrt{67}', 'The answer is $\\boxed{\\sqrt{67},-\\sqrt{85}}$.', False, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('\\sqrt{67},-\\sqrt{85}', 'The answer is $\\boxed{-\\sqrt{85}, \\sqrt{67}}$.', True, 'list order'),
+    ('-\\sqrt{85}, \\sqrt{67}', 'The answer is $\\boxed{\\sqrt{67},-\\sqrt{85}}$.', True, 'list order (reversed)'),
 ]
 
 RELATIONS = [  # equations and inequalities vs bare values
@@ -150,6 +160,10 @@ RELATIONS = [  # equations and inequalities vs bare values
     (r"(-\infty, 3)", r"$\boxed{x \leq 3}$", False, "closed end vs open interval"),
     (r"x < 1", r"$\boxed{x > -1}$", False, MV + " relations"),
     (r"(2,\infty)", r"$\boxed{[2, \infty)}$", False, "math500 ia/183, closed end"),
+    ('y = x^2+2x+1', 'The answer is $\\boxed{2x+ 1+x^2}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('2x+ 1+x^2', 'The answer is $\\boxed{y = x^2+2x+1}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('x^2+2x+1', 'The answer is $\\boxed{x^3+2x+1}$.', False, 'NeMo-Skills test_math_equal.py'),
+    ('x^3+2x+1', 'The answer is $\\boxed{x^2+2x+1}$.', False, 'NeMo-Skills test_math_equal.py (reversed)'),
 ]
 
 TIMES = [
@@ -189,6 +203,10 @@ MIXED_NUMBERS = [
     (r"6\frac{1}{4}", r"$\boxed{6.4}$", False, "digits read as a decimal"),
     (r"-\frac{5}{2}", r"$\boxed{-\frac{3}{2}}$", False, "sign applied to the whole only"),
     (r"\frac{103}{9}", r"$\boxed{11.0 4/9}$", False, "Math-Verify: decimal whole part is no mixed number"),
+    ('918\\frac{1}{2}', 'The answer is $\\boxed{918.5}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('918.5', 'The answer is $\\boxed{918\\frac{1}{2}}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('918\\frac{1}{2}', 'The answer is $\\boxed{918.2}$.', False, 'mixed number, other value'),
+    ('918.2', 'The answer is $\\boxed{918\\frac{1}{2}}$.', False, 'mixed number, other value (reversed)'),
 ]
 
 MATRICES = [
@@ -218,6 +236,10 @@ MATRICES = [
      "a matrix is not its last entry"),
     (r"\begin{pmatrix} 1/5 \\ -18/5 \end{pmatrix}", r"$\boxed{\begin{pmatrix} 0.2 \\ 3.6 \end{pmatrix}}$",
      False, "math500 precalculus/398, sign"),
+    ('\\begin{pmatrix}0&0&0\\\\0&1&0\\\\0&0&1\\end{pmatrix}', 'The answer is $\\boxed{\\begin{bmatrix} 0 & 0 & 0 \\\\ 0 & 1 & 0 \\\\ 0 & 0 & 1 \\end{bmatrix}}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('\\begin{bmatrix} 0 & 0 & 0 \\\\ 0 & 1 & 0 \\\\ 0 & 0 & 1 \\end{bmatrix}', 'The answer is $\\boxed{\\begin{pmatrix}0&0&0\\\\0&1&0\\\\0&0&1\\end{pmatrix}}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('\\begin{pmatrix}0&0&0\\\\0&1&0\\\\0&0&1\\end{pmatrix}', 'The answer is $\\boxed{\\begin{bmatrix} 0 & 0 & 0 \\\\ 0 & 1 & 0 \\\\ 0 & 1 & 1 \\end{bmatrix}}$.', False, 'one entry'),
+    ('\\begin{bmatrix} 0 & 0 & 0 \\\\ 0 & 1 & 0 \\\\ 0 & 1 & 1 \\end{bmatrix}', 'The answer is $\\boxed{\\begin{pmatrix}0&0&0\\\\0&1&0\\\\0&0&1\\end{pmatrix}}$.', False, 'one entry (reversed)'),
 ]
 
 MULTIPLE_CHOICE = [
@@ -234,6 +256,16 @@ MULTIPLE_CHOICE = [
     (r"\text{(C)}", r"$\boxed{D}$", False, "wrong letter"),
     (r"\text{(C)}", r"$\boxed{\textbf{(D) } 27}$", False, "wrong letter with a value"),
     (r"2", r"$\boxed{\textbf{(A) } 1}$", False, "label letter is not a number"),
+    ('C', 'The answer is $\\boxed{C. x = 42}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('C. x = 42', 'The answer is $\\boxed{C}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('E', 'The answer is $\\boxed{\\mathrm{E}}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('\\mathrm{E}', 'The answer is $\\boxed{E}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('A', 'The answer is $\\boxed{\\textbf{A}}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('\\textbf{A}', 'The answer is $\\boxed{A}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('E', 'The answer is $\\boxed{\\mathrm{E}*2}$.', False, 'NeMo-Skills test_math_equal.py'),
+    ('\\mathrm{E}*2', 'The answer is $\\boxed{E}$.', False, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('C', 'The answer is $\\boxed{D. x = 42}$.', False, 'other letter'),
+    ('D. x = 42', 'The answer is $\\boxed{C}$.', False, 'other letter (reversed)'),
 ]
 
 APPROX = [
@@ -249,6 +281,10 @@ APPROX = [
     (r"\frac{70}{9}", r"$\boxed{\approx 7.78}$", False, "two digits of an exact non-integer"),
     (r"\frac{1}{3}", r"$\boxed{x=\frac{1}{4}\approx 0.33}$", False, "stated exact value is wrong"),
     (r"2\sqrt{10}", r"$\boxed{2\sqrt{11}\approx 6.32}$", False, "wrong exact value, same rounding"),
+    ('\\frac{\\sqrt{3}}{3}', 'The answer is $\\boxed{\\frac{\\sqrt{3}}{3} \\approx 0.577}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('\\frac{\\sqrt{3}}{3} \\approx 0.577', 'The answer is $\\boxed{\\frac{\\sqrt{3}}{3}}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('\\frac{\\sqrt{3}}{2}', 'The answer is $\\boxed{\\frac{\\sqrt{3}}{3} \\approx 0.577}$.', False, 'other exact value'),
+    ('\\frac{\\sqrt{3}}{3} \\approx 0.577', 'The answer is $\\boxed{\\frac{\\sqrt{3}}{2}}$.', False, 'other exact value (reversed)'),
 ]
 
 NO_MARKER = [  # responses without a box or answer phrase: the fallback must never accept a wrong answer
@@ -269,6 +305,34 @@ NO_MARKER = [  # responses without a box or answer phrase: the fallback must nev
     (r"x \geq 5", r"Therefore $x \geq 5$ is the solution.", True, MV + " relations, no box"),
 ]
 
+TEXT_AND_UNITS = [  # words, units, currency, percent
+    ('odd', 'The answer is $\\boxed{\\text{odd}}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('\\text{odd}', 'The answer is $\\boxed{odd}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('odd', 'The answer is $\\boxed{\\text{oddd}}$.', False, 'NeMo-Skills test_math_equal.py'),
+    ('\\text{oddd}', 'The answer is $\\boxed{odd}$.', False, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('17\\text{ any text}', 'The answer is $\\boxed{17}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('17', 'The answer is $\\boxed{17\\text{ any text}}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('\\$10', 'The answer is $\\boxed{10}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('10', 'The answer is $\\boxed{\\$10}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('10%', 'The answer is $\\boxed{10}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('10', 'The answer is $\\boxed{10%}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('185', 'The answer is $\\boxed{185\\\\}$.', True, 'NeMo-Skills test_math_equal.py'),
+    ('185\\\\', 'The answer is $\\boxed{185}$.', True, 'NeMo-Skills test_math_equal.py (reversed)'),
+    ('\\$10', 'The answer is $\\boxed{11}$.', False, 'dollars differ'),
+    ('11', 'The answer is $\\boxed{\\$10}$.', False, 'dollars differ (reversed)'),
+    ('\\text{odd}', 'The answer is $\\boxed{\\text{even}}$.', False, 'other word'),
+    ('\\text{even}', 'The answer is $\\boxed{\\text{odd}}$.', False, 'other word (reversed)'),
+    ('17\\text{ cm}', 'The answer is $\\boxed{18}$.', False, 'unit kept, value differs'),
+    ('18', 'The answer is $\\boxed{17\\text{ cm}}$.', False, 'unit kept, value differs (reversed)'),
+    ('\\text{Evelyn}', 'Therefore, $\\boxed{\\text{Evelyn}}$ is our answer.', True, 'Math-Verify test_all.py latex notation'),
+    ('125 \\text{ miles}', 'The distance is $\\boxed{125\\textnormal{ miles}}.$', True, 'Math-Verify test_all.py latex notation'),
+    ('15\\mbox{ cm}^2', 'so the area is $\\boxed{15}$', True, 'Math-Verify test_all.py latex notation'),
+    ('\\text{east}', '$\\boxed{\\text{East}}$', True, 'math500 prealgebra/105'),
+    ('\\text{east}', '$\\boxed{\\text{west}}$', False, 'math500 prealgebra/105, other word'),
+    ('\\text{Evelyn}', '$\\boxed{\\text{Evlyne}}$', False, 'anagram'),
+    ('125 \\text{ miles}', '$\\boxed{152 \\text{ miles}}$', False, 'digits swapped'),
+]
+
 TABLES = {
     "thousands": THOUSANDS,
     "arithmetic": ARITHMETIC,
@@ -280,5 +344,6 @@ TABLES = {
     "matrices": MATRICES,
     "multiple_choice": MULTIPLE_CHOICE,
     "approx": APPROX,
+    "text_and_units": TEXT_AND_UNITS,
     "no_marker": NO_MARKER,
 }
