@@ -27,6 +27,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("outliers.py", "Clipping and outliers", ":material/scatter_plot:", "clip per branch, log-ratio heatmaps, tokens that bind most, outlier responses"),
     PageSpec("rollouts.py", "Responses", ":material/article:", "a step's responses with prompt and gold answer, tokens coloured"),
     PageSpec("evaluation.py", "Evaluation", ":material/school:", "Table-1 pivot, accuracy vs step, per-problem drill-down"),
+    PageSpec("sweep.py", "Sweep", ":material/stacked_line_chart:", "algorithms across seeds: means with 95 % intervals, paired differences, curves with bands"),
 )
 
 QUESTIONS: tuple[tuple[str, str], ...] = (

@@ -146,12 +146,14 @@ def summarize(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.DataFrame:
     """Per label other than `baseline`, per metric: mean over shared seeds of (label − baseline) with its
-    95 % bootstrap interval. Empty when the baseline has no runs. Column `seeds`: the shared seeds used."""
-    base = metrics[metrics["label"] == baseline].set_index("seed")
+    95 % bootstrap interval. Empty when the baseline has no runs. Column `seeds`: the shared seeds used.
+    Several runs of one label and seed (outside a sweep) are averaged first."""
+    per_seed = metrics.groupby(["label", "seed"], as_index=False)[list(METRIC_DOCS)].mean()  # repeats averaged
+    base = per_seed[per_seed["label"] == baseline].set_index("seed")
     rows = []
     if base.empty:
         return pd.DataFrame(rows)
-    for label, g in metrics[metrics["label"] != baseline].groupby("label", sort=True):
+    for label, g in per_seed[per_seed["label"] != baseline].groupby("label", sort=True):
         g = g.set_index("seed")
         shared = sorted(set(g.index) & set(base.index))
         row = {"label": label, "seeds": shared}

@@ -126,8 +126,16 @@ def check_evaluation(at, root):
     assert any("extracted '0'" in e.label for e in at.expander)
 
 
+def check_sweep(at, root):  # the statistics themselves: tests/science (test_compare.py, test_sweep_page.py)
+    summary = at.dataframe[0].value
+    assert list(summary.index) == ["dhpo-e", "grpo"] and summary["n"].tolist() == [2, 1]
+    assert "1 runs not completed" in texts(at) and "live" in texts(at)
+    assert [t["name"] for t in figure(at, "Token entropy (nats) across seeds")["data"] if t.get("mode")] == ["dhpo-e", "grpo"]
+
+
 CHECKS = {"runs.py": check_runs, "dynamics.py": check_dynamics, "collapse.py": check_collapse,
-          "outliers.py": check_outliers, "rollouts.py": check_rollouts, "evaluation.py": check_evaluation}
+          "outliers.py": check_outliers, "rollouts.py": check_rollouts, "evaluation.py": check_evaluation,
+          "sweep.py": check_sweep}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.file for p in PAGES])
@@ -154,6 +162,7 @@ def test_page_opens_damaged_runs_and_says_what_is_missing(page, damaged_root, mo
         "outliers.py": ["step-000003.parquet: unreadable Parquet"],
         "rollouts.py": [],
         "evaluation.py": ["step-000003/summary.json", "torn last line"],
+        "sweep.py": ["empty: no committed steps yet", "manifest.json: malformed JSON at line 2"],
     }[page.file]
     for snippet in expected:
         assert snippet in said, f"{page.file} does not say {snippet!r}:\n{said}"
