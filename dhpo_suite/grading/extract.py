@@ -29,6 +29,8 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _NEXT_PROBLEM_RE = re.compile(r"\n\s*(?:#+\s*|\*\*)?(?:Problem|Question)(?:\s*\d+)?\s*\**\s*:", re.IGNORECASE)
+_OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
+_OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*\d")
 _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
@@ -187,7 +189,13 @@ def _fallback(text: str) -> str | None:
         if content:
             best_end, best = m.end(), content
     masked = _INLINE_MATH_RE.sub(lambda m: " " * len(m.group(0)), text)
-    numbers = list(_STANDALONE_RE.finditer(masked))
+    numbers = [m for m in _STANDALONE_RE.finditer(masked) if not _operand(masked, m)]
     if numbers and numbers[-1].end() > best_end:
         best = numbers[-1].group(0)
     return best
+
+
+def _operand(text: str, number: re.Match) -> bool:
+    """True when the number is an operand (`2 + 3`, `5 \\times 10^3`, `5!`), not a value stated alone."""
+    before, after = text[max(0, number.start() - 12) : number.start()].rstrip(), text[number.end() :].lstrip()
+    return bool(_OPERATOR_BEFORE_RE.search(before) or _OPERATOR_AFTER_RE.match(after))
