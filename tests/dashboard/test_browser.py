@@ -1,8 +1,11 @@
 """End to end: `dhpo-suite dashboard` headless on a free port, driven in Debian's Chromium with Playwright.
 
 Every page of the registry must render its charts with no Streamlit exception block; screenshots go to
-artifacts/dashboard/ (git-ignored). A running run must refresh on its own: a step written while the
-Dynamics page is open appears without any interaction. Chromium missing: skipped locally, a failure in CI.
+artifacts/dashboard/ (git-ignored). Each of the researcher's four questions is answered in at most two clicks
+from the Runs page, asserted on what the page then shows; the two fixed bugs (a stale response label after a
+step change, the Branches filter losing "mixed") are replayed. A running run refreshes on its own, its "Live"
+mark ends with the run, and a new run appears without a click. Chromium missing: skipped locally, a failure
+in CI.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pytest
 from dhpo_suite.dashboard.registry import PAGES
 from dhpo_suite.dashboard.warmup import plotly_chunk, preload_script
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
-from tests.dashboard.fixture_runs import write_run
+from tests.dashboard.fixture_runs import sample_advantage, write_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -55,11 +58,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
-    """The dashboard over two finished runs and one running run; yields (url, runs root)."""
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The dashboard over two finished runs and one running run; yields (url, runs root). Shared by the tests
+    of this module (the live-run test, which changes the runs, comes last)."""
     require_chromium()
-    root = tmp_path / "runs"
+    root = tmp_path_factory.mktemp("browser") / "runs"
     write_run(root / "dhpo-e", steps=20, collapse_at=12, eval_every=5)
     write_run(root / "grpo", steps=20, algo="grpo", seed=1, eval_every=0)
     write_run(root / "live", steps=12, close=None, eval_every=0)
@@ -91,6 +95,153 @@ PLOTLY_LOADED = "(chunk) => performance.getEntriesByType('resource').some(e => e
 def wait_usable(page) -> None:
     page.wait_for_selector(IDLE, timeout=60_000)
     page.wait_for_function(CHARTS_DRAWN, timeout=60_000)
+
+
+FIGURE = """(title) => {
+    const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => (g.layout.title.text || '').startsWith(title));
+    return gd ? {data: gd._fullData.map(t => ({name: t.name, meta: t.meta, color: t.line && t.line.color})),
+                 layout: {shapes: (gd.layout.shapes || []).map(s => s.x0), ytype: gd._fullLayout.yaxis.type,
+                          axes: Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k)).length}} : null;
+}"""
+POINT = """([title, run, meta, x]) => {  // page coordinates of a run's point at step x
+    const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => (g.layout.title.text || '').startsWith(title));
+    const t = gd._fullData.find(d => d.name === run && d.meta === meta);
+    const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
+    const i = Array.from(t.x).indexOf(x), r = gd.getBoundingClientRect();
+    return [r.left + xa._offset + xa.l2p(x), r.top + ya._offset + ya.l2p(t.y[i])];
+}"""
+LOW_CONTRAST = """() => {  // tokens whose text contrasts less than 4.5:1 (WCAG AA) with their cell
+    const lum = (c) => { const v = c.match(/\\d+/g).slice(0, 3).map(x => x / 255)
+        .map(x => x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+    return [...document.querySelectorAll('.rollout .tok')].filter(el => {
+        const s = getComputedStyle(el), a = lum(s.color), b = lum(s.backgroundColor);
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05) < 4.5; }).length;
+}"""
+
+
+def settle(page) -> None:
+    """Wait for the script run a click started (the app is briefly idle before it starts)."""
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, timeout=60_000)
+
+
+def response_headers(page) -> list[str]:
+    return [t.strip() for t in page.locator('[data-testid="stMarkdownContainer"] p').all_inner_texts()
+            if t.strip().startswith("Response #")]
+
+
+def ask(page, url: str, question: str, heading: str, charts: bool = True) -> None:
+    """From a freshly opened Runs page, click 1: the question's link."""
+    page.goto(url)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.get_by_role("link", name=question).click()
+    page.get_by_role("heading", name=heading, exact=True).wait_for(timeout=60_000)
+    wait_usable(page) if charts else settle(page)
+
+
+def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = server
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+
+            # 1. Did it collapse, when, why? Click 1: the link; click 2: a point at step 15 of dhpo-e.
+            ask(page, url, "Did it collapse, when, why?", "Entropy collapse")
+            why = page.evaluate(FIGURE, "Collapse: when and why")
+            assert why["layout"]["axes"] == 5 and set(why["layout"]["shapes"]) == {12}  # collapse marked
+            assert {t["meta"] for t in why["data"]} >= {"entropy/mean", "length/mean", "clip/token/binding",
+                                                      "clip/mixed/binding", "kl/k3", "groups/all_correct_frac"}
+            x, y = page.evaluate(POINT, ["Collapse: when and why", "dhpo-e", "entropy/mean", 15])
+            page.mouse.click(x, y)
+            page.wait_for_function("() => location.search.includes('step=15')", timeout=60_000)
+            settle(page)
+            assert "run=dhpo-e" in page.url
+            assert page.get_by_text("Response #150", exact=False).count() >= 1  # that step's responses
+            page.screenshot(path=str(ARTIFACTS / "question-collapse.png"), full_page=True)
+
+            # 2. Which branch's clip binds, on which tokens? Click 2: the first outlier row opens its response.
+            ask(page, url, "Which branch's clip binds, on which tokens?", "Clipping and outliers")
+            clip = page.evaluate(FIGURE, "Clip fractions per branch")
+            assert {"dhpo-e · surrogate clipped", "dhpo-e · m outside token ε (reference)", "dhpo-e · binding"} \
+                <= {t["name"] for t in clip["data"]}
+            page.get_by_role("heading", name="Tokens that bind most in dhpo-e").wait_for()
+            grid = page.locator('[data-testid="stDataFrame"]').last
+            grid.scroll_into_view_if_needed()
+            box = grid.bounding_box()
+            page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection cell
+            page.get_by_text("The response of outlier", exact=False).wait_for(timeout=60_000)
+            settle(page)
+            assert page.locator(".rollout .tok[style*='outline']").count() == 1  # the outlier token, outlined
+            assert page.get_by_text("recorded because an outlier token comes from it", exact=False).count() == 1
+            page.screenshot(path=str(ARTIFACTS / "question-clipping.png"), full_page=True)
+
+            # 3. How does DHPO-E compare with GRPO? One legend, one colour per run on every chart, every run in
+            # the hover; click 2: log scale.
+            ask(page, url, "How do the runs compare?", "Dynamics")
+            assert page.locator(".run-legend").count() == 1
+            colors = {}
+            for title in ("Token entropy", "Response length", "Reward"):
+                for t in page.evaluate(FIGURE, title)["data"]:
+                    if t["name"] in ("dhpo-e", "grpo", "live"):
+                        colors.setdefault(t["name"], set()).add(t["color"])
+            assert all(len(c) == 1 for c in colors.values()) and len({min(c) for c in colors.values()}) == 3
+            x, y = page.evaluate(POINT, ["Token entropy", "grpo", "entropy/mean", 8])
+            page.mouse.move(x, y)
+            hover = page.locator(".hoverlayer").first
+            page.wait_for_function("() => [...document.querySelectorAll('.hoverlayer')].some(h => h.textContent.includes('grpo'))")
+            text = page.evaluate("() => [...document.querySelectorAll('.hoverlayer')].map(h => h.textContent).join(' ')")
+            assert all(f"{r} · entropy/mean" in text for r in ("dhpo-e", "grpo", "live")), text
+            _ = hover
+            page.get_by_text("Log scale (y)").click()
+            page.wait_for_function(f"() => ({FIGURE})('Token entropy').layout.ytype === 'log'", timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "question-compare.png"), full_page=True)
+
+            # 4. What did the model write at step N? Click 2: type the step.
+            ask(page, url, "What did the model write at step N?", "Responses", charts=False)
+            box = page.get_by_label("Step", exact=True)
+            box.fill("7")
+            box.press("Enter")
+            page.wait_for_function("() => location.search.includes('step=7')", timeout=60_000)
+            settle(page)
+            assert response_headers(page)[:2] == [
+                f"Response #{70 + r} · reward {float((r + 7) % 2 == 0):g} · advantage "
+                f"{sample_advantage(7, r):+.3g} · 6 tokens" for r in range(2)]
+            assert page.get_by_text("What is 2 + 2? (step 7)", exact=False).count() == 2  # prompt of each
+            assert page.locator(".color-legend .swatch").count() == 5
+            assert page.evaluate(LOW_CONTRAST) == 0
+            page.get_by_text("entropy", exact=True).click()
+            settle(page)
+            assert page.evaluate(LOW_CONTRAST) == 0 and "nats" in page.locator(".color-legend").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "question-responses.png"), full_page=True)
+
+            # Bug: the response label kept the previous step's after the slider moved (every other change).
+            thumb = page.get_by_role("slider").last
+            for expected in (6, 5, 4, 3):
+                thumb.press("ArrowLeft")
+                page.wait_for_function(f"() => location.search.includes('step={expected}')", timeout=60_000)
+                settle(page)
+                assert response_headers(page)[:2] == [
+                    f"Response #{10 * expected + r} · reward {float((r + expected) % 2 == 0):g} · advantage "
+                    f"{sample_advantage(expected, r):+.3g} · 6 tokens" for r in range(2)], expected
+
+            # Bug: GRPO -> DHPO left the Branches filter without "mixed".
+            page.goto(url + "/outliers")
+            wait_usable(page)
+            run_box = page.get_by_label("Run", exact=True) if False else page.locator('[data-testid="stSelectbox"]').first
+            for run in ("grpo", "dhpo-e"):
+                run_box.click()
+                page.get_by_role("option", name=run, exact=True).click()
+                settle(page)
+            chips = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Branches").inner_text()
+            assert "mixed" in chips and "token" in chips and "sequence" in chips, chips
+            assert page.locator('[data-testid="stException"]').count() == 0
+        finally:
+            browser.close()
 
 
 def test_every_page_renders_in_chromium_and_live_runs_refresh(server):

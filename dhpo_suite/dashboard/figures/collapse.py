@@ -64,7 +64,8 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
                                xanchor="left", yanchor="bottom", font=dict(color=colors[run]))
     fig.update_xaxes(title_text="training step (click a point: its tokens and responses open below)", row=len(rows))
     fig.update_layout(title=f"Collapse: when and why · {styles}", height=170 * len(rows) + 120,
-                      margin=dict(t=80, b=50, l=70, r=10), hovermode="x unified", hoverlabel=dict(namelength=-1),
+                      # "closest": a click reports the point under the cursor (unified hover reports another run's)
+                      margin=dict(t=80, b=50, l=70, r=10), hovermode="closest", hoverlabel=dict(namelength=-1),
                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
                       clickmode="event+select")
     return fig

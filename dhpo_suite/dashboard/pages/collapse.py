@@ -47,13 +47,13 @@ def detector() -> None:
     why = fig.why_figure(prepare(frame, WHY), verdicts, ctx.colors)
     event = st.plotly_chart(why, key="collapse_why", theme=None, on_select="rerun", selection_mode="points")
     points = event.selection.points if event is not None else []
-    click = (points[0].get("curve_number"), points[0].get("x")) if points else None
-    if click and click != st.session_state.get("_collapse_click"):  # a new click: open that run's step below
+    click = tuple((p.get("curve_number"), p.get("x")) for p in points)
+    if click and click != st.session_state.get("_collapse_click"):  # a new click: open that step below
         st.session_state["_collapse_click"] = click
-        curve = points[0].get("curve_number")
-        run = why.data[curve].legendgroup if curve is not None and curve < len(why.data) else None
-        if run in ctx.selected:
-            st.session_state["collapse_run"] = run
+        # Every run's point at the clicked step comes back (shared hover): keep the run on view if it has one.
+        runs = [why.data[c].legendgroup for c, _ in click if c is not None and c < len(why.data)]
+        if st.session_state.get("collapse_run") not in runs and runs and runs[0] in ctx.selected:
+            st.session_state["collapse_run"] = runs[0]
         st.session_state["collapse_step_box"] = int(round(float(points[0]["x"])))
         st.rerun(scope="app")  # the step view lies outside this live fragment
 
