@@ -6,6 +6,9 @@ holder (pid, host, start time, command) so a refused second writer can say who h
 the next writer takes it over and says whose it was. The file itself is never deleted (deleting a locked file
 lets two processes lock two different inodes of the same name); releasing empties the record instead.
 
+A child process of the holder (the evaluator's per-checkpoint or data-parallel workers) writes under its
+parent's lock: it finds the record naming its parent on this host and goes ahead without taking the lock.
+
 On a filesystem without `flock` (some network mounts) the record alone decides: a holder on this host that
 is no longer running is stale; a live one, or one on another host (which cannot be checked from here), refuses.
 """
@@ -71,11 +74,15 @@ def _alive_here(rec: dict) -> bool:
     return True
 
 
+def _is_parent(rec: dict | None) -> bool:
+    return bool(rec) and rec.get("host") == platform.node() and rec.get("pid") == os.getppid()
+
+
 class DirLock:
     """Exclusive writer lock of one directory (created if missing). Raises LockHeld when a live writer has it.
 
     `stale` is the record of a dead previous holder that was taken over (None when there was none), so the
-    caller can say so in one line.
+    caller can say so in one line. `inherited` is True in a child of the holder (it writes under that lock).
     """
 
     def __init__(self, directory: Path | str, create: bool = True) -> None:
@@ -83,6 +90,7 @@ class DirLock:
         self.path = self.directory / LOCK_FILE
         self.create = create
         self.stale: dict | None = None
+        self.inherited = False
         self._fd: int | None = None
 
     def acquire(self) -> "DirLock":
@@ -92,6 +100,10 @@ class DirLock:
         try:
             previous = _parse(os.pread(fd, 65536, 0).decode("utf-8", "replace"))
             if not self._flock(fd, previous):
+                if _is_parent(previous):
+                    self.inherited = True
+                    os.close(fd)
+                    return self
                 raise LockHeld(f"{self.directory}: another writer is using it ({_describe(previous)}); wait for it "
                                f"to finish, or stop it")
             if previous and previous.get("pid") != os.getpid():
@@ -131,7 +143,7 @@ class DirLock:
             self._fd = None
 
     def __enter__(self) -> "DirLock":
-        return self.acquire() if self._fd is None else self
+        return self.acquire() if self._fd is None and not self.inherited else self
 
     def __exit__(self, *exc) -> None:
         self.release()

@@ -58,6 +58,25 @@ def test_release_lets_the_next_writer_in_and_keeps_the_file(tmp_path):
     assert (tmp_path / "new" / "dir" / LOCK_FILE).exists()
 
 
+def test_a_child_of_the_holder_writes_under_its_lock(tmp_path):
+    """The evaluator's per-checkpoint and data-parallel workers are children of the process holding the lock."""
+    code = ("import subprocess, sys\nfrom dhpo_suite.runs.lock import DirLock, LockHeld\n"
+            "with DirLock(sys.argv[1]):\n"
+            "    child = 'import sys\\nfrom dhpo_suite.runs.lock import DirLock\\n"
+            "print(DirLock(sys.argv[1]).acquire().inherited)'\n"
+            "    print(subprocess.run([sys.executable, '-c', child, sys.argv[1]], capture_output=True, text=True)"
+            ".stdout.strip())\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "True", out.stderr
+    proc = _holder(tmp_path / "other")  # not our parent: refused
+    try:
+        with pytest.raises(LockHeld):
+            DirLock(tmp_path / "other").acquire()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_without_flock_the_record_decides(tmp_path, monkeypatch):
     """Filesystems without flock (ENOLCK): a dead holder on this host is stale; a live or remote one refuses."""
     import errno
