@@ -42,6 +42,7 @@ def summaries(table: pd.DataFrame) -> pd.DataFrame:
 @st.fragment(run_every=ctx.refresh)
 def runs_list() -> None:
     table = data.runs_table(ctx.root)
+    st.caption(f"{len(table)} runs under `{ctx.root}` (new runs appear on their own)")
     shown = table.drop(columns=["path", "problems", "error"]).join(summaries(table))
     shown["last_update"] = pd.to_datetime(shown["last_update"], unit="s")
     stale = [r for r in shown.index if shown.at[r, "status"] == "running" and controls.is_stale(table.loc[r])]
