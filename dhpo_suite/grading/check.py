@@ -125,6 +125,9 @@ def _stated_value(pred: str) -> str:
     answers (`x = 1 \\text{ or } x = 2`): then it is left whole and will not match a single gold."""
     if re.search(r"\\text|\\mbox|\bor\b|\band\b|\\quad|;", pred):
         return pred
+    items = split_top_level(pred)
+    if len(items) > 1:  # `x = 2, x = 3` states 2 and 3, never just the last 3
+        return ", ".join(stated_values(strip_assignment(item)) for item in items)
     return stated_values(pred)
 
 

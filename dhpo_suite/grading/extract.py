@@ -31,6 +31,8 @@ _PHRASE_RE = re.compile(
 _NEXT_PROBLEM_RE = re.compile(r"\n\s*(?:#+\s*|\*\*)?(?:Problem|Question)(?:\s*\d+)?\s*\**\s*:", re.IGNORECASE)
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
 _OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*\d")
+_LIST_GLUE_RE = re.compile(r"\s*(?:,|and|or|,\s*and|,\s*or)?\s*", re.IGNORECASE)
+_NAME_RE = re.compile(r"(?:[A-Za-z]{1,3}|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?")  # n, AB, x_1, f(x)
 _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
@@ -164,11 +166,19 @@ def _after_phrase(text: str) -> tuple[str, int, bool] | None:
         line = block.group(0).replace("\n", " ")
     line = _after_connective(line)
     math = _INLINE_MATH_RE.search(line)
-    answer = next(g for g in math.groups() if g is not None) if math else line
+    answer = _math_content(math) if math else line
+    segments = list(_INLINE_MATH_RE.finditer(line))
+    if len(segments) > 1 and all(_LIST_GLUE_RE.fullmatch(line[a.end() : b.start()])
+                                 for a, b in zip(segments, segments[1:])):
+        answer = ", ".join(_math_content(m) for m in segments)  # `$2$ and $3$`: both are the answer
     answer = re.sub(r"[.;:!,\s]+$", "", answer.strip().strip("*").strip())
     if not answer:
         return None
     return answer, last.start(), bool(math) or bool(re.search(r"\d", answer))
+
+
+def _math_content(match: re.Match) -> str:
+    return next(g for g in match.groups() if g is not None).strip()
 
 
 def _after_connective(line: str) -> str:
@@ -177,6 +187,9 @@ def _after_connective(line: str) -> str:
     cuts = [m.end() for m in _CONNECTIVE_RE.finditer(outside)]
     if not cuts:
         return line
+    first = _INLINE_MATH_RE.search(line)
+    if first and first.start() < cuts[-1] and not _NAME_RE.fullmatch(_math_content(first)):
+        return line  # `$5$, which is less than 7`: the value came first
     tail = line[cuts[-1]:]
     return tail if re.search(r"\d|\$|\\\(", tail) else line
 

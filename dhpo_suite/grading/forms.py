@@ -71,6 +71,8 @@ def stated_values(pred: str) -> str:
     parts, seps = _split_top(pred, r"\\approx|\\simeq|(?<![<>!\\])=(?!=)")
     if len(parts) == 1:
         return pred
+    if not (_is_name(parts[0]) or not parts[0] or not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", parts[0]))):
+        return pred  # `2x = 10` is an equation to solve, not the value 10
     approx = [i for i, sep in enumerate(seps) if sep != "="]
     if approx:
         before = parts[approx[0]]  # the value written just before the first approximation
