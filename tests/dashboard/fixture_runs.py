@@ -95,6 +95,12 @@ def _samples(step: int, mixed: bool, ids=None, source: str = "sample") -> list[d
             for r, rid in enumerate(ids)]
 
 
+def chatml(problem: str) -> str:
+    """A prompt as the evaluator records it: the problem inside Qwen's ChatML chat template."""
+    return (f"<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+            f"<|im_end|>\n<|im_start|>user\n{problem}<|im_end|>\n<|im_start|>assistant\n")
+
+
 def write_eval(run_dir: Path, step: int) -> Path:
     """A checkpoint evaluation: 2 benchmarks × 3 problems × 4 samples; accuracy 0.1 + step/100."""
     return write_eval_dir(er.checkpoint_eval_dir(run_dir, step), 0.1 + step / 100)
@@ -104,7 +110,7 @@ def write_eval_dir(folder: Path, acc: float) -> Path:
     """An evaluation folder (summary.json + samples) whose benchmarks and AVG all read `acc`."""
     benchmarks = {}
     for bench in BENCHES:
-        records = [dict(bench=bench, problem_id=f"{bench}-{p}", sample=s, prompt=f"Problem {p} of {bench}?",
+        records = [dict(bench=bench, problem_id=f"{bench}-{p}", sample=s, prompt=chatml(f"Problem {p} of {bench}?"),
                         response=f"... so \\boxed{{{p + (s % 2)}}}", n_tokens=20 + s, finish_reason="stop",
                         gold=[str(p)], extracted=str(p + (s % 2)), correct=s % 2 == 0, status="ok", reason="match")
                    for p in range(3) for s in range(4)]

@@ -233,3 +233,37 @@ def test_last_checkpoints_keeps_each_runs_latest_and_outside_evaluations():
         {"benchmarks": {"aime24": {"headline": "avg@32", "avg@32": 0.1}}, "AVG": 0.1}, label="base model"))])
     last = fe.last_checkpoints(f)
     assert sorted(last["label"].unique()) == ["base model", "r1 · 20", "r2 · 20"]
+
+
+def test_the_problem_is_shown_without_its_chat_template():
+    # Qwen2.5/Qwen3's ChatML and Llama 3's template, as their tokenizers render a system + user turn.
+    qwen = ("<|im_start|>system\nPlease reason step by step.<|im_end|>\n<|im_start|>user\nFind $x$ if $2x=6$."
+            "<|im_end|>\n<|im_start|>assistant\n")
+    llama = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>"
+             "user<|end_header_id|>\n\nFind $x$ if $2x=6$.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert fe.problem_text({"prompt": qwen}) == fe.problem_text({"prompt": llama}) == "Find $x$ if $2x=6$."
+    assert fe.problem_text({"prompt": "plain question?"}) == "plain question?"
+    assert fe.problem_text({"prompt": qwen, "problem": "From the record"}) == "From the record"
+
+
+def test_problems_with_equal_accuracy_sort_by_number_not_text():
+    recs = [dict(problem_id=p, sample=0, extracted="1", correct=False) for p in ("aime-10", "aime-2", "aime-1")]
+    assert list(fe.problem_overview(recs)["problem_id"]) == ["aime-1", "aime-2", "aime-10"]
+
+
+def test_token_text_contrasts_with_every_cell_and_the_legend_uses_the_same_colours():
+    from dhpo_suite.dashboard.figures.tokens import color_legend_html, text_color
+
+    # WCAG 2 contrast ratio >= 4.5 for every colour the scales can produce.
+    def lum(c):
+        v = [int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        v = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in v]
+        return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]
+
+    for column, values in (("token_ratio", np.geomspace(0.5, 2.0, 60)), ("entropy", np.linspace(0, 2, 60)),
+                           ("w", np.linspace(0, 1, 60))):
+        for bg in token_colors(values, column, (0.8, 1.28), 2.0):
+            a, b = lum(bg), lum(text_color(bg))
+            assert (max(a, b) + 0.05) / (min(a, b) + 0.05) >= 4.5, (column, bg)
+    legend = color_legend_html("token_ratio", (0.8, 1.28))
+    assert "#2166ac" in legend and "#b2182b" in legend  # the full colours at the trust-region edges

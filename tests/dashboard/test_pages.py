@@ -19,9 +19,24 @@ def check_runs(at, root):
     assert table.loc["dhpo-e", "steps"] == 30 and table.loc["dhpo-e", "evals"] == 2
     assert table.loc["grpo", "clip"] == "—" and table.loc["dhpo-e", "mixing"] == "entropy"
     assert at.sidebar.multiselect[0].value == ["dhpo-e", "grpo", "live"]
+    # Summaries beside the settings: final values are the mean of the last 10 logged steps.
+    assert table.loc["dhpo-e", "final entropy"] == pytest.approx(0.08) and table.loc["grpo", "final entropy"] == 0.8
+    assert table.loc["dhpo-e", "collapse step"] == 18 and pd.isna(table.loc["grpo", "collapse step"])
+    assert table.loc["dhpo-e", "last eval AVG"] == pytest.approx(30.0)  # step-20 evaluation: 0.1 + 20/100
+    assert table.loc["grpo", "final reward"] == pytest.approx(np.mean([0.2 + 0.5 * s / 30 for s in range(20, 30)]))
+    assert table.loc["dhpo-e", "eps_high"] == 0.28 and table.loc["grpo", "eps_low"] == 0.2
 
 
 def check_dynamics(at, root):
+    assert [m.value for m in at.markdown if 'class="run-legend"' in m.value]  # one legend for every chart
+    at.multiselect(key="dynamics_metrics").set_value(["lr"]).run()
+    at.toggle(key="dynamics_log").set_value(True).run()
+    no_errors(at)
+    lr = figure(at, "lr: learning rate")
+    assert lr["layout"]["yaxis"]["type"] == "log" and list(trace(lr, "grpo")["y"])[:3] == pytest.approx([1e-6] * 3)
+    assert lr["layout"]["hovermode"] == "x unified" and lr["layout"]["showlegend"] is False
+    at.toggle(key="dynamics_log").set_value(False).run()
+    at.multiselect(key="dynamics_metrics").set_value([]).run()
     at.slider(key="dynamics_smooth").set_value(0.0).run()
     no_errors(at)
     ent = figure(at, "Token entropy")
@@ -124,6 +139,8 @@ def check_evaluation(at, root):
     samples = at.dataframe[2].value  # table 1, problems, samples of the chosen problem
     assert len(samples) == 4 and samples["correct"].tolist() == [True, False, True, False]
     assert any("extracted '0'" in e.label for e in at.expander)
+    said = texts(at)  # the problem, not the chat template around it
+    assert "**Problem** Problem 0 of aime24?" in said and "im_start" not in said and "**Gold answer** `0`" in said
 
 
 def check_sweep(at, root):  # the statistics themselves: tests/science (test_compare.py, test_sweep_page.py)

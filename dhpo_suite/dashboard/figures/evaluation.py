@@ -8,6 +8,8 @@ benchmarks, as the evaluator wrote it in summary.json).
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -71,8 +73,35 @@ def accuracy_curve(frame: pd.DataFrame, bench: str | None = None, colors: dict[s
     return fig
 
 
+_TURNS = (  # (start of the last user turn, its end) of common chat templates: ChatML (Qwen, SmolLM2), Llama 3
+    (re.compile(r"<\|im_start\|>user\s*\n(.*?)(?:<\|im_end\|>|$)", re.S)),
+    (re.compile(r"<\|start_header_id\|>user<\|end_header_id\|>\s*(.*?)(?:<\|eot_id\|>|$)", re.S)),
+)
+_SPECIAL = re.compile(r"<\|[^|>]{1,40}\|>|</?s>")
+
+
+def problem_text(record: dict) -> str:
+    """The problem as the model was asked it, not the chat template around it: the record's `problem` field
+    when present, else the last user turn of the prompt (ChatML, Llama 3), else the prompt without special
+    tokens."""
+    if isinstance(record.get("problem"), str) and record["problem"]:
+        return record["problem"].strip()
+    prompt = str(record.get("prompt") or "")
+    for turn in _TURNS:
+        found = turn.findall(prompt)
+        if found:
+            return found[-1].strip()
+    return _SPECIAL.sub("", prompt).strip()
+
+
+def natural_key(value) -> str:
+    """Sort key that orders embedded numbers by value ("aime-2" before "aime-10")."""
+    return re.sub(r"\d+", lambda m: m.group().zfill(12), str(value))
+
+
 def problem_overview(records: list[dict]) -> pd.DataFrame:
-    """One row per problem: samples, correct count and accuracy, distinct extracted answers; hardest first."""
+    """One row per problem: samples, correct count and accuracy, distinct extracted answers; hardest first,
+    ties in natural order of the problem id (numbers by value, not as text)."""
     if not records:
         return pd.DataFrame(columns=["problem_id", "samples", "correct", "accuracy", "answers"])
     df = pd.DataFrame(records)
@@ -80,7 +109,9 @@ def problem_overview(records: list[dict]) -> pd.DataFrame:
         samples=("sample", "size"), correct=("correct", "sum"),
         answers=("extracted", lambda s: len(set(s.dropna()))))
     out["accuracy"] = out["correct"] / out["samples"]
-    return out.reset_index().sort_values(["accuracy", "problem_id"], kind="stable").reset_index(drop=True)
+    out = out.reset_index()
+    order = out.assign(_id=out["problem_id"].map(natural_key)).sort_values(["accuracy", "_id"], kind="stable").index
+    return out.loc[order].reset_index(drop=True)
 
 
 def problem_samples(records: list[dict], problem_id: str) -> pd.DataFrame:
