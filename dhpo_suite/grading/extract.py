@@ -11,7 +11,9 @@
    whole, or the last *standalone* number, whichever ends later. A digit inside a word (`AZYUK2A`),
    a denominator (`1/2`), an exponent, a subscript or an interval end is never taken alone, so the
    fallback cannot turn part of a wrong answer into a right one.
-An empty box gives (None, None) (the model answered nothing).
+An empty box gives (None, None) (the model answered nothing). Before the rules, a made-up next problem
+("Problem: ..." after the first stated answer, as base models write after worked examples) is cut off.
+An answer line that lists math segments (`$2$ and $3$`) gives them as one list (`2, 3`).
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ def test_grade_cli_odd_unicode_and_invalid_utf8_each_get_a_verdict(tmp_path):
         json.dumps({"id": "gold-surrogate", "response": "\\boxed{5}", "answer": "5\ud800"}),
         json.dumps({"id": "only-surrogates", "response": "\udcff\ud800", "answer": "1"}),
     ]
-    raw = "\n".join(lines).encode("utf-8") + b'\n{"id": "bad-utf8", "response": "\\\\boxed{9} \xff\xfe", "answer": "9"}\n'
+    bad_utf8 = b'{"id": "bad-utf8", "response": "\\\\boxed{9} \xff\xfe", "answer": "9"}\n'
+    raw = "\n".join(lines).encode("utf-8") + b"\n" + bad_utf8
     src = tmp_path / "odd.jsonl"
     src.write_bytes(raw)
     out = _grade(src, "--workers", "1")
