@@ -8,9 +8,10 @@ dashboard headless and measures, in one browser session:
 - first page usable: navigation start → the page's script finished and every chart drawn; then a pause
   (--pause, default 2 s: reading the runs table; the app preloads Plotly.js in the background meanwhile);
 - switching page (each page, first visit = cold caches, then a second tour = warm);
-- switching run on Branch outliers (cold: a run not looked at yet);
-- server memory (RSS) after the tours and after stepping through 40 different steps on Branch outliers
-  (per-step data is loaded on demand into bounded caches).
+- switching run on Clipping and outliers (cold: a run not looked at yet);
+- server memory (RSS) after the tours and after stepping through 40 different steps on Clipping and outliers
+  (per-step data is loaded on demand into bounded caches);
+- a step change on Responses (slider, mean of 20: the step's coloured responses with prompts and legend).
 Each measure reports wall seconds and CPU seconds (server, browser); with --repeats the sizes alternate and
 the least disturbed tour (smallest wall time) is kept per action. The ratio column (big / small run) shows
 what grows with the run's length. Targets: first page ≤ 3 s, switching ≤ 1 s, memory bounded.
@@ -95,13 +96,13 @@ STATE = """() => {
     const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
     return [app ? app.getAttribute('data-test-script-state') : null, charts.length,
             charts.filter(c => c.querySelector('.main-svg')).length,
-            document.querySelectorAll('[data-testid="stDataFrame"]').length];
+            document.querySelectorAll('[data-testid="stDataFrame"], .rollout').length];
 }"""
 
 
 def usable(page, t0: float, settle: float = 0.4) -> float:
-    """Seconds from t0 until the page is usable: the script has finished, at least one chart or table is on
-    the page and every chart has drawn, unchanged for `settle` seconds (elements arrive progressively; the
+    """Seconds from t0 until the page is usable: the script has finished, at least one chart, table or
+    coloured response is on the page and every chart has drawn, unchanged for `settle` seconds (elements arrive progressively; the
     settle time is not counted)."""
     last, since = None, None
     deadline = time.perf_counter() + 60
@@ -124,7 +125,7 @@ def goto_page(page, title: str) -> float:
     """Click the page's navigation link; seconds until its title shows and it is usable."""
     t0 = time.perf_counter()
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).click()
-    page.get_by_role("heading", name=title, exact=True).wait_for(timeout=60_000)
+    page.locator("h1").filter(has_text=title).wait_for(timeout=60_000)
     return usable(page, t0)
 
 
@@ -186,7 +187,7 @@ def tour(root: Path, pause: float = PAUSE_S) -> tuple[dict[str, tuple[float, flo
                 meter.measure(f"{title} (cold)", lambda: goto_page(page, title))
             for title in [*titles[1:], titles[0]]:
                 meter.measure(f"{title} (warm)", lambda: goto_page(page, title))
-            goto_page(page, "Branch outliers")
+            goto_page(page, "Clipping and outliers")
             meter.measure("switch run (cold)", lambda: pick(page, "Run", "grpo"))
             meter.measure("switch run (warm)", lambda: pick(page, "Run", "dhpo-e"))
             mem["RSS after tours (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
@@ -206,6 +207,21 @@ def tour(root: Path, pause: float = PAUSE_S) -> tuple[dict[str, tuple[float, flo
             wall, s, b = meter.rows["step change (mean of 40)"]
             meter.rows["step change (mean of 40)"] = (wall, s / 40, b / 40)
             mem["RSS after 40 more steps (MiB)"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+            goto_page(page, "Responses")
+            page.get_by_role("slider").last.focus()
+
+            def responses20() -> float:
+                total = 0.0
+                for _ in range(20):
+                    t0 = time.perf_counter()
+                    page.keyboard.press("ArrowLeft")
+                    page.wait_for_timeout(100)
+                    total += usable(page, t0)
+                return total / 20
+
+            meter.measure("Responses step change (mean of 20)", responses20)
+            wall, s, b = meter.rows["Responses step change (mean of 20)"]
+            meter.rows["Responses step change (mean of 20)"] = (wall, s / 20, b / 20)
             browser.close()
     finally:
         proc.terminate()

@@ -120,6 +120,25 @@ LOW_CONTRAST = """() => {  // tokens whose text contrasts less than 4.5:1 (WCAG 
 }"""
 
 
+DOCS_SHOTS = os.environ.get("DHPO_DOCS_SCREENSHOTS")
+"""Folder for the small screenshots of docs/dashboard.md (e.g. docs/dashboard); unset: none are written."""
+
+
+def docs_screenshot(page, name: str, height: int = 1300) -> None:
+    """The top of the page, 900 px wide and 64 colours (tens of KB), for the docs."""
+    if not DOCS_SHOTS:
+        return
+    from PIL import Image
+
+    out = Path(DOCS_SHOTS) / f"{name}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    width = page.viewport_size["width"]
+    page.screenshot(path=str(out), clip={"x": 0, "y": 0, "width": width, "height": height}, full_page=True)
+    img = Image.open(out).convert("RGB")
+    img = img.resize((900, round(img.height * 900 / img.width)), Image.LANCZOS)
+    img.quantize(64, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
+
+
 def settle(page) -> None:
     """Wait for the script run a click started (the app is briefly idle before it starts)."""
     page.wait_for_timeout(400)
@@ -163,6 +182,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             assert "run=dhpo-e" in page.url
             assert page.get_by_text("Response #150", exact=False).count() >= 1  # that step's responses
             page.screenshot(path=str(ARTIFACTS / "question-collapse.png"), full_page=True)
+            docs_screenshot(page, "collapse-step", height=2000)
 
             # 2. Which branch's clip binds, on which tokens? Click 2: the first outlier row opens its response.
             ask(page, url, "Which branch's clip binds, on which tokens?", "Clipping and outliers")
@@ -192,11 +212,9 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             assert all(len(c) == 1 for c in colors.values()) and len({min(c) for c in colors.values()}) == 3
             x, y = page.evaluate(POINT, ["Token entropy", "grpo", "entropy/mean", 8])
             page.mouse.move(x, y)
-            hover = page.locator(".hoverlayer").first
             page.wait_for_function("() => [...document.querySelectorAll('.hoverlayer')].some(h => h.textContent.includes('grpo'))")
             text = page.evaluate("() => [...document.querySelectorAll('.hoverlayer')].map(h => h.textContent).join(' ')")
             assert all(f"{r} · entropy/mean" in text for r in ("dhpo-e", "grpo", "live")), text
-            _ = hover
             page.get_by_text("Log scale (y)").click()
             page.wait_for_function(f"() => ({FIGURE})('Token entropy').layout.ytype === 'log'", timeout=60_000)
             page.screenshot(path=str(ARTIFACTS / "question-compare.png"), full_page=True)
@@ -232,7 +250,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             # Bug: GRPO -> DHPO left the Branches filter without "mixed".
             page.goto(url + "/outliers")
             wait_usable(page)
-            run_box = page.get_by_label("Run", exact=True) if False else page.locator('[data-testid="stSelectbox"]').first
+            run_box = page.locator('[data-testid="stSelectbox"]').first  # "Run"
             for run in ("grpo", "dhpo-e"):
                 run_box.click()
                 page.get_by_role("option", name=run, exact=True).click()
@@ -275,6 +293,7 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
                     if page.locator('[data-testid="stPlotlyChart"]').count():  # a page may have none for these runs
                         wait_usable(page)
                 page.screenshot(path=str(ARTIFACTS / f"{Path(spec.file).stem}.png"), full_page=True)
+                docs_screenshot(page, Path(spec.file).stem)
                 assert page.locator('[data-testid="stException"]').count() == 0, f"exception on {spec.title}"
                 assert page.locator('[data-testid="stAlertContentError"]').count() == 0, f"error on {spec.title}"
 

@@ -55,7 +55,7 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
     for r, (title, metrics) in enumerate(rows, start=1):
         fraction = any("frac" in m or m.startswith("clip/") for m in metrics)
         fig.update_yaxes(title_text=title if len(metrics) > 1 else axis_title(metrics[0]), row=r, col=1,
-                         tickformat=".2~%" if fraction else "~s", title_font_size=11)
+                         tickformat=".2~%" if fraction else ".3~g", title_font_size=11)
     styles = "; ".join(f"{_SHORT[m]} {_DASH[m]}" for _, ms in rows for m in ms if m in _SHORT)
     for run, v in verdicts.items():
         if v.step is not None and run in colors:
@@ -142,8 +142,9 @@ def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:
                                  name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot")),
                       secondary_y=True)
     fig.update_yaxes(type="log", title_text="entropy (nats)", secondary_y=False)
-    fig.update_yaxes(title_text="fraction of tokens", range=[0, 1], tickmode="linear", dtick=0.2, showgrid=False,
-                     secondary_y=True)
+    fig.update_yaxes(title_text="tokens below 0.01 nats (%)", range=[0, 1], tickmode="linear", dtick=0.2,
+                     tickformat=".0%", showgrid=False, secondary_y=True)
+    fig.update_xaxes(title_text="training step")
     fig.update_layout(title=f"Entropy percentiles · {run}", height=340,
                       margin=dict(t=50, b=40, l=50, r=50), legend=dict(orientation="h", y=-0.25))
     return fig

@@ -40,7 +40,8 @@ def axis_title(metric: str) -> str:
 def style_axes(fig: go.Figure, metric: str, log_y: bool = False, **where) -> go.Figure:
     """Step on x, the metric's title and unit on y; fractions as percentages (never "600µ")."""
     fig.update_xaxes(title_text="training step", **where)
-    fig.update_yaxes(title_text=axis_title(metric), tickformat=".2~%" if is_fraction(metric) else "~s",
+    # ".3~g": 0.0005, not SI's "500µ", which reads as a unit
+    fig.update_yaxes(title_text=axis_title(metric), tickformat=".2~%" if is_fraction(metric) else ".3~g",
                      type="log" if log_y else None, **where)
     return fig
 

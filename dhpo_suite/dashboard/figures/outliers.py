@@ -55,7 +55,7 @@ def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[flo
     for value, label in lines:
         fig.add_hline(y=value, line=dict(color="#ff2b2b", dash="dash", width=2), annotation_text=label,
                       annotation_position="top left", annotation_font_color="#ef553b")
-    fig.update_layout(title=title, xaxis_title="step", yaxis_title="log(ratio)", height=360,
+    fig.update_layout(title=title, xaxis_title="training step", yaxis_title="log(ratio) of the branch", height=360,
                       yaxis_range=[y_lo, y_hi], margin=dict(t=50, b=40, l=60, r=10))
     return fig
 

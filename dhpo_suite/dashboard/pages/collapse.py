@@ -8,7 +8,7 @@ import streamlit as st
 from dhpo_suite.dashboard import controls, data, frames, viewer
 from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse, verdict
 from dhpo_suite.dashboard.figures import collapse as fig
-from dhpo_suite.dashboard.figures.curves import legend_html, prepare
+from dhpo_suite.dashboard.figures.curves import prepare
 
 ctx = controls.context()
 st.title("Entropy collapse")
@@ -43,7 +43,6 @@ def detector() -> None:
                                    "entropy plateau": v.entropy.plateau, "length collapse": v.length.step,
                                    "length plateau": v.length.plateau} for r, v in verdicts.items()}).T,
                  key="collapse_table")
-    st.markdown(legend_html(ctx.colors, ctx.selected), unsafe_allow_html=True)
     why = fig.why_figure(prepare(frame, WHY), verdicts, ctx.colors)
     event = st.plotly_chart(why, key="collapse_why", theme=None, on_select="rerun", selection_mode="points")
     points = event.selection.points if event is not None else []
