@@ -45,6 +45,10 @@ class TelemetrySpec:
     """Tokens of context kept on each side of an outlier token."""
     n_samples: int = 4
     """Full responses kept per step (chosen by a hash of the response id: a uniform, mergeable draw)."""
+    outlier_responses: int = 16
+    """Responses of the farthest outlier tokens kept in full per step (distinct response and pass, in outlier
+    order across branches), so an outlier opens its response; 0: none. Bounds the samples file on long
+    responses (all of 3 × top_k could be ~60 MB a step at 16K tokens)."""
     sample_seed: int = 0
     """Seed of the sample-selection hash."""
     max_response_length: int = 4096
@@ -63,7 +67,7 @@ class TelemetrySpec:
     def __post_init__(self) -> None:
         if self.epochs not in ("all", "first"):
             raise ValueError(f"TelemetrySpec.epochs must be 'all' or 'first', got {self.epochs!r}")
-        for field in ("top_k", "n_samples", "max_response_length", "entropy_bins_per_decade", "weight_bins"):
+        for field in ("top_k", "n_samples", "outlier_responses", "max_response_length", "entropy_bins_per_decade", "weight_bins"):
             if getattr(self, field) < 0:
                 raise ValueError(f"TelemetrySpec.{field} must be >= 0, got {getattr(self, field)}")
 

@@ -128,8 +128,17 @@ class TelemetryState:
             self._prune_outlier_samples()
 
     def wanted_outlier_responses(self) -> set[tuple[int, int]]:
-        """(response_id, epoch) of every kept outlier: the responses recorded in full beside the samples."""
-        return {(int(c["response_id"]), int(c["epoch"])) for cands in self.outliers.values() for c in cands}
+        """The first spec.outlier_responses distinct (response_id, epoch) of the kept outliers, in outlier_order
+        across branches: the responses recorded in full beside the samples. Exact under merge: a response's
+        rank among a part's outliers is never worse than among all of them."""
+        wanted: dict[tuple[int, int], None] = {}
+        if self.spec.outlier_responses <= 0:
+            return set()
+        for c in sorted((c for cands in self.outliers.values() for c in cands), key=outlier_order):
+            wanted[(int(c["response_id"]), int(c["epoch"]))] = None
+            if len(wanted) >= self.spec.outlier_responses:
+                break
+        return set(wanted)
 
     def offer_outlier_sample(self, cand: dict) -> None:
         """Keep a response (a sample candidate) while an outlier token of it is kept. Exact under merge: an

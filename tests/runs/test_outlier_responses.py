@@ -3,6 +3,8 @@ rank merging, in the torch path and its numpy reference alike, and older samples
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -10,6 +12,7 @@ import torch
 from dhpo_suite.runs import Manifest, RunReader, RunWriter, TelemetryState
 from dhpo_suite.runs.format import step_file
 from dhpo_suite.runs.reference import add_update_numpy
+from dhpo_suite.runs.state import outlier_order
 from tests.runs.test_telemetry_merge import B, DECODE, SPEC, accumulate, batch, rollout
 
 
@@ -23,6 +26,7 @@ def test_each_outlier_opens_its_response_and_the_merge_is_exact(tmp_path):
     rollout(whole, d, torch.arange(B))
     r0, r1 = torch.arange(0, B, 2), torch.arange(1, B, 2)
     rank0, rank1 = accumulate(out, d, [r0[:3], r0[3:]]), accumulate(out, d, [r1])
+    assert SPEC.outlier_responses >= len({(o["response_id"], o["epoch"]) for o in whole.to_record(3).outliers})
     rollout(rank0, d, torch.arange(0, B // 2))
     rollout(rank1, d, torch.arange(B // 2, B))
     merged = rank0.merge(TelemetryState.from_bytes(rank1.state().to_bytes())).to_record(3)
@@ -76,3 +80,18 @@ def test_a_samples_file_written_before_the_new_columns_reads_as_samples(tmp_path
     r = RunReader(tmp_path / "run")
     assert set(r.responses(2)["source"]) == {"sample"} and len(r.samples(2)) == len(rec.samples)
     assert r.record(2).samples == rec.samples and r.record(2).outlier_responses == []
+
+
+def test_a_cap_keeps_the_farthest_outliers_responses_exactly_under_merge():
+    spec = dataclasses.replace(SPEC, outlier_responses=2)
+    out, d = batch(7, "dhpo-e")
+    whole = accumulate(out, d, [torch.arange(B)], spec)
+    r0, r1 = torch.arange(0, B, 2), torch.arange(1, B, 2)
+    rank0, rank1 = accumulate(out, d, [r0[:2], r0[2:5], r0[5:]], spec), accumulate(out, d, [r1[:4], r1[4:]], spec)
+    merged = rank1.merge(TelemetryState.from_bytes(rank0.state().to_bytes())).to_record(3)
+    ref = whole.to_record(3)
+    assert merged.outlier_responses == ref.outlier_responses and merged.samples == ref.samples
+    # The first two distinct (response, pass) in outlier order (largest distance first, across branches).
+    first = list(dict.fromkeys((o["response_id"], o["epoch"]) for o in sorted(ref.outliers, key=outlier_order)))[:2]
+    drawn = {(s["response_id"], s["epoch"]) for s in ref.samples}
+    assert [(s["response_id"], s["epoch"]) for s in ref.outlier_responses] == sorted(p for p in first if p not in drawn)
