@@ -36,6 +36,14 @@ def test_bad_values_name_the_field(field, value):
     assert err.value.field == field and str(err.value).startswith(f"{field}: ")
 
 
+def test_cispo_takes_the_papers_eps_low_of_10():
+    """Appendix D: CISPO ε_low = 10 (no lower bound); a trust-region objective still refuses ε_low > 1."""
+    cfg = TrainConfig(algo="cispo", eps_low=10.0, eps_high=0.2).validate()
+    assert cfg.objective_hparams() == {"eps_low": 10.0, "eps_high": 0.2}
+    with pytest.raises(ConfigError, match="eps_low: must lie in \\[0, 1\\]"):
+        TrainConfig(algo="grpo", eps_low=10.0).validate()
+
+
 def test_clip_only_for_dhpo():
     TrainConfig(algo="dhpo", clip="unified").validate()
     with pytest.raises(ConfigError, match="clip"):

@@ -121,10 +121,14 @@ class TrainConfig:
             _choice("clip", self.clip, ("branch", "unified"))
             if not self.algo.startswith("dhpo"):
                 raise ConfigError("clip", f"only DHPO objectives have a clip mode; {self.algo!r} has none")
+        from dhpo_suite.train.objectives.registry import NO_LOWER_BOUND_OK
+
         for name in ("eps_low", "eps_high", "seq_eps_low", "seq_eps_high"):
             value = getattr(self, name)
-            if value is not None and not (0 <= value <= (1 if name.endswith("low") else 100)):
-                raise ConfigError(name, f"must lie in [0, {1 if name.endswith('low') else 100}], got {value}")
+            # CISPO's ε_low >= 1 means no lower bound (Appendix D uses 10); a trust region needs 1 - ε_low >= 0
+            upper = 1 if name.endswith("low") and not (name == "eps_low" and self.algo in NO_LOWER_BOUND_OK) else 100
+            if value is not None and not (0 <= value <= upper):
+                raise ConfigError(name, f"must lie in [0, {upper}], got {value}")
         _at_least("group_size", self.group_size, 2)
         for name in ("prompts_per_step", "ppo_epochs", "mini_batches", "steps", "checkpoint_every", "threads",
                      "grader_workers", "chunk_tokens", "train_pool", "eval_prompts"):
