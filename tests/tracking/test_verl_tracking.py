@@ -102,3 +102,34 @@ def test_logger_option_joins_verls_trainer_logger():
     result = CliRunner().invoke(app, ["train", "--backend", "verl", "--dry-run", "--logger", "tensorboard"])
     assert result.exit_code == 0, result.output[-2000:]
     assert re.search(r"\n  logger:\n  - console\n  - tensorboard\n", result.output), result.output[-2000:]
+
+
+@pytest.mark.slow
+def test_a_verl_worker_run_shows_beside_verls_actor_metrics(Tracking, tiny_model_dir, tmp_path, monkeypatch):
+    """verl's real actor worker (FSDP2, our dhpo-e loss, CPU) writes the run directory; verl's Tracking, fed
+    that worker's own actor metrics the way verl's trainer reduces and logs them, shows both side by side."""
+    from dhpo_suite.train.verl_backend.local_worker import LocalCase, run_distributed
+
+    runs = tmp_path / "verl-runs"
+    case = LocalCase(str(tiny_model_dir), ("dhpo-e",), run_dir=str(runs), prompts=3, group_size=2,
+                     mini_batches=1, steps=2)
+    results = run_distributed(case, world=1, timeout=300)[0]
+    monkeypatch.setenv("TENSORBOARD_DIR", str(tmp_path / "tb"))
+    tracker = Tracking("p", "e", default_backend=["console", "tensorboard"], config=_config(runs / "dhpo-e"))
+    verl_tags = set()
+    from verl.utils.metric import reduce_metrics
+    from verl.utils.py_functional import rename_dict
+
+    for r in results:  # as verl's trainer (ray_trainer._update_actor, then fit): prefix, reduce, log at the step
+        metrics = rename_dict(r["metrics"], "actor/")
+        metrics["perf/mfu/actor"] = metrics.pop("actor/mfu")
+        metrics = {k: float(v) for k, v in reduce_metrics(metrics).items()}
+        verl_tags |= set(metrics)
+        tracker.log(data=metrics, step=r["step"])
+    tracker.finish()
+    acc = readback.tensorboard_events(tmp_path / "tb")
+    readback.assert_tensorboard_matches(acc, runs / "dhpo-e", other_tags=frozenset(verl_tags))
+    assert {"actor/pg_clipfrac", "clip/token/binding", "clip/sequence/binding", "clip/mixed/binding"} <= set(
+        acc.Tags()["scalars"])
+    assert {"log_ratio/mixed/pos", "entropy"} <= set(acc.Tags()["histograms"])
+    assert [e.step for e in acc.Scalars("actor/pg_clipfrac")] == [e.step for e in acc.Scalars("clip/mixed/binding")]
