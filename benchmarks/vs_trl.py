@@ -9,8 +9,8 @@ dhpo_suite grader process pool), one torch thread each. Reported per trainer:
 
 - steps/min: RL steps (one rollout + its updates) per minute of wall time over steps 2..N (setup and the
   first step excluded), from the run's step timestamps (ours) and a TrainerCallback (TRL);
-- CPU s: process CPU time of the whole training call (setup included; both trainers run in this process, one
-  after the other), the better guide to idle-machine speed on a shared CPU;
+- CPU s/step: process CPU time over the same steps (both trainers run in this process, one after the other),
+  the better guide to idle-machine speed on a shared, oversubscribed CPU; and of the whole training call;
 - reward after N steps: held-out reward of the trained weights on 256 unseen test problems, one sample each,
   computed by the same function (`train.embedded.reward.heldout_reward`, fixed sampling seed) for both.
 
@@ -59,6 +59,33 @@ def heldout(model, tokenizer, pool, n: int = 256) -> float:
     return heldout_reward(model, tokenizer, task, problems, pool, max_new_tokens=MAX_NEW, temperature=1.0, seed=123)
 
 
+class _CpuClock:
+    """Samples (unix time, process CPU time) every 20 ms in a thread, so the CPU time spent between two of the
+    run's step timestamps can be read off afterwards (the trainer has no per-step hook)."""
+
+    def __enter__(self):
+        import threading
+
+        self.samples, self._stop = [], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(0.02):
+            self.samples.append((time.time(), time.process_time()))
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def cpu_at(self, t: float) -> float:
+        import numpy as np
+
+        wall, cpu = zip(*self.samples)
+        return float(np.interp(t, wall, cpu))
+
+
 def run_ours(base: Path, steps: int, out: Path, pool) -> dict:
     from dhpo_suite.models.local import load_model
     from dhpo_suite.runs import RunReader
@@ -68,14 +95,17 @@ def run_ours(base: Path, steps: int, out: Path, pool) -> dict:
     cfg = TrainConfig(algo="grpo", steps=steps, seed=SEED, group_size=G, prompts_per_step=PROMPTS, lr=LR,
                       warmup_steps=WARMUP, mini_batches=MINI_BATCHES, ppo_epochs=1, max_new_tokens=MAX_NEW,
                       eval_every=0, eval_prompts=1, checkpoint_every=steps, out=str(out), threads=1)
+    clock = _CpuClock()
     cpu0 = time.process_time()
-    train(cfg, log=lambda s: None, show_progress=False)
+    with clock:
+        train(cfg, log=lambda s: None, show_progress=False)
     cpu_total = time.process_time() - cpu0
     frame = RunReader(out).scalars(columns=["time", "reward/mean"])
-    t = frame["time"].to_numpy()
+    t = frame["time"].to_numpy()  # unix time at which each step was committed
     final_ckpt = sorted((out / "checkpoints").iterdir())[-1]
     model, tok = load_model(final_ckpt)
     return {"steps_per_min": 60 * (len(t) - 1) / (t[-1] - t[0]), "cpu_s_run": cpu_total,
+            "cpu_s_per_step": (clock.cpu_at(t[-1]) - clock.cpu_at(t[0])) / (len(t) - 1),
             "train_reward_last3": float(frame["reward/mean"].tail(3).mean()), "heldout": heldout(model, tok, pool)}
 
 
@@ -105,12 +135,12 @@ def run_trl(base: Path, steps: int, out: Path, pool) -> dict:
         rewards_seen.extend(r.tolist())
         return r.tolist()
 
-    marks: list[float] = []
+    marks: list[tuple[float, float]] = []  # (wall, process CPU) at the end of each RL step
 
     class Marks(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):  # one optimizer step; an RL step is MINI_BATCHES
             if state.global_step % MINI_BATCHES == 0:
-                marks.append(time.perf_counter())
+                marks.append((time.perf_counter(), time.process_time()))
 
     args = GRPOConfig(output_dir=str(out), per_device_train_batch_size=PROMPTS * G // MINI_BATCHES,
                       steps_per_generation=MINI_BATCHES, num_generations=G, max_completion_length=MAX_NEW,
@@ -129,7 +159,9 @@ def run_trl(base: Path, steps: int, out: Path, pool) -> dict:
     cpu_total = time.process_time() - cpu0
     per_step = PROMPTS * G
     last3 = rewards_seen[-3 * per_step:]
-    return {"steps_per_min": 60 * (len(marks) - 1) / (marks[-1] - marks[0]), "cpu_s_run": cpu_total,
+    (w0, c0), (w1, c1) = marks[0], marks[-1]
+    return {"steps_per_min": 60 * (len(marks) - 1) / (w1 - w0), "cpu_s_run": cpu_total,
+            "cpu_s_per_step": (c1 - c0) / (len(marks) - 1),
             "train_reward_last3": sum(last3) / len(last3), "heldout": heldout(trainer.model.eval(), tok, pool)}
 
 
@@ -162,7 +194,9 @@ def main() -> None:
     print(f"{'':22}{'dhpo-suite':>12}{'TRL ' + results['trl_version']:>14}")
     print(f"{'steps/min (wall)':22}{o['steps_per_min']:12.1f}{t['steps_per_min']:14.1f}   "
           f"ratio {o['steps_per_min'] / t['steps_per_min']:.2f}x")
-    print(f"{'CPU s, whole run':22}{o['cpu_s_run']:12.1f}{t['cpu_s_run']:14.1f}")
+    print(f"{'CPU s/step':22}{o['cpu_s_per_step']:12.2f}{t['cpu_s_per_step']:14.2f}   "
+          f"ratio {t['cpu_s_per_step'] / o['cpu_s_per_step']:.2f}x")
+    print(f"{'CPU s, whole run':22}{o['cpu_s_run']:12.1f}{t['cpu_s_run']:14.1f}   (setup included)")
     print(f"{'train reward, last 3':22}{o['train_reward_last3']:12.3f}{t['train_reward_last3']:14.3f}")
     print(f"{'held-out reward':22}{o['heldout']:12.3f}{t['heldout']:14.3f}   (before training {before:.3f})")
     if a.json:
