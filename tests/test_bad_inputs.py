@@ -114,6 +114,12 @@ def _eval(tmp: Path, *extra: str) -> list[str]:
     return ["eval", "--bench", "arith", "--model", str(_model_dir(tmp / "m")), "--out", str(tmp / "res"), *extra]
 
 
+def _synthetic_run(tmp: Path) -> Path:
+    from dhpo_suite.runs.synthetic import write_synthetic_run
+
+    return write_synthetic_run(tmp / "synthetic", steps=3, prompts=2, group_size=2, max_len=8)
+
+
 def _custom_tokenizer(path: Path) -> Path:
     _model_dir(path)
     (path / "tokenizer_config.json").write_text('{"auto_map": {"AutoTokenizer": ["tok.T", null]}}')
@@ -153,6 +159,8 @@ CASES = [
     Case("train-steps-not-int", lambda t, f: ["train", "--steps", "x"], 2, "Invalid value for '--steps'"),
     Case("train-unknown-algo", lambda t, f: ["train", "--algo", "ppo"], 2, "--algo: 'ppo' is not one of"),
     Case("train-temperature-0", lambda t, f: ["train", "--temperature", "0"], 2, "--temperature: must be > 0"),
+    Case("train-tiny-needs-solutions", lambda t, f: ["train", "--task", "word-problems"], 2,
+         "--task: the tiny model's warm-start needs reference solutions"),
     Case("train-unknown-option", lambda t, f: ["train", "--bogus"], 2, "unknown option(s) for the embedded"),
     Case("unknown-command", lambda t, f: ["trian"], 2, "No such command 'trian'"),
     # -- train: paths
@@ -185,6 +193,8 @@ CASES = [
         t / "run", recorded=4, stored_steps=8, checkpoints={4: lambda d: crafted_pickle(
             d / "trainer_state.pt", t / "PWNED", 4)}))], 2,
          "holds objects other than tensors and plain data (refused: loading it could run code)"),
+    Case("resume-not-an-embedded-run", lambda t, f: ["train", "--resume", "--out", str(_synthetic_run(t))], 2,
+         "was written by the 'synthetic' backend, not the embedded trainer"),
     Case("resume-second-writer", lambda t, f: ["train", "--resume", "--out", str(
         _held(f, train_run(t / "run", recorded=2, stored_steps=8)))], 2, "another writer is using it (pid"),
     # -- eval: options (before the engine)

@@ -161,8 +161,9 @@ def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_pro
     from dhpo_suite.train.embedded import run_setup
     from dhpo_suite.train.telemetry import TelemetryAccumulator, token_decoder
 
+    last = run_setup.restore(cfg, run_dir, log)  # a damaged or crafted checkpoint is refused before any worker
     with GraderPool(workers=cfg.grader_workers, timeout=10.0) as pool:
-        ctx, start, manifest, spec, heldout = run_setup.build(cfg, run_dir, pool, log)
+        ctx, start, manifest, spec, heldout = run_setup.build(cfg, run_dir, pool, log, last)
         acc = TelemetryAccumulator(spec, decode=token_decoder(ctx.tokenizer))
         eval_problems = heldout
         evaluate = lambda: heldout_reward(  # noqa: E731

@@ -112,15 +112,28 @@ def prepare(cfg: TrainConfig, explicit: set[str] | frozenset[str] | None = None)
     run_dir = run_dir_for(cfg)
     if cfg.resume:
         try:
-            stored = read_manifest(run_dir).config
+            manifest = read_manifest(run_dir)
         except RunFormatError as e:
             raise ConfigError("resume", str(e)) from None
+        if manifest.backend != "embedded":
+            raise ConfigError("resume", f"{run_dir} was written by the {manifest.backend or 'unknown'!r} backend, "
+                                        f"not the embedded trainer; it cannot be resumed here")
+        stored = manifest.config
         cfg = resumed_config(cfg, stored, explicit)
         recorded = max(RunReader(run_dir).steps(), default=0)
         if cfg.steps < recorded:
             raise ConfigError("steps", f"{cfg.steps} is fewer than the {recorded} steps {run_dir} has already "
                                        f"recorded; give --steps {recorded} or more")
+    _check_tiny_task(cfg)
     return run_dir, cfg
+
+
+def _check_tiny_task(cfg: TrainConfig) -> None:
+    from dhpo_suite.tasks import get_task
+
+    if cfg.model == "tiny" and "solution" not in get_task(cfg.task).make_problems(1, seed=0)[0]:
+        raise ConfigError("task", f"the tiny model's warm-start needs reference solutions; {cfg.task!r} has none "
+                                  f"(use an arithmetic task, or --model smollm2-135m / a model directory)")
 
 
 def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
@@ -182,8 +195,24 @@ def sft_accuracy_fn(cfg: TrainConfig, task, pool):
                                          temperature=t["temperature"], seed=t["sample_seed"])
 
 
-def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):
-    """Model, tokenizer, objective, optimizer, problems; restored from the last checkpoint when resuming.
+def restore(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
+    """Resuming: the newest complete checkpoint that loads (checkpoint.restore_latest), before any worker starts.
+
+    None for a new run or a run without a complete checkpoint; ConfigError("resume") when none loads.
+    """
+    from dhpo_suite.models.local import load_model
+    from dhpo_suite.train.embedded import checkpoint as ckpt
+
+    if not cfg.resume:
+        return None
+    try:
+        return ckpt.restore_latest(run_dir, lambda p: load_model(p, safetensors_only=True), log)
+    except ckpt.CheckpointError as e:
+        raise ConfigError("resume", str(e)) from None
+
+
+def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None], last=None):
+    """Model, tokenizer, objective, optimizer, problems; `last` (from `restore`): the checkpoint to continue.
 
     Returns (ctx, first step to run, Manifest, TelemetrySpec, held-out problems).
     """
@@ -199,15 +228,6 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None]):
     objective = get_objective(cfg.algo, **cfg.objective_hparams())
     heldout = task.make_problems(cfg.eval_prompts, seed=cfg.seed, split="test")
     accuracy = sft_accuracy_fn(cfg, task, pool)
-    if cfg.model == "tiny" and "solution" not in task.make_problems(1, seed=0)[0]:
-        raise ConfigError("task", f"the tiny model's warm-start needs reference solutions; {cfg.task!r} has none "
-                                  f"(use an arithmetic task, or --model smollm2-135m / a model directory)")
-    last = None
-    if cfg.resume:
-        try:
-            last = ckpt.restore_latest(run_dir, lambda p: load_model(p, safetensors_only=True), log)
-        except ckpt.CheckpointError as e:
-            raise ConfigError("resume", str(e)) from None
     base_dir = resolve_model_dir(cfg, task, accuracy, log)
     model, tokenizer = (last.model, last.tokenizer) if last else load_model(base_dir)
     torch.manual_seed(cfg.seed)
