@@ -104,6 +104,7 @@ def _check_model_dir(path: Path, option: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command(help="Evaluate a model (or a run's checkpoints) on the paper's math benchmarks.")
     def eval(  # noqa: A001 - the command's name
+        ctx: typer.Context,
         bench: str = BenchOpt,
         model: Path = typer.Option(None, "--model", "-m", help="HF model directory."),
         run: Path = typer.Option(None, "--run", help="Training run dir: evaluates checkpoints/step-*/ into "
@@ -152,7 +153,8 @@ def register(app: typer.Typer) -> None:
             names = resolve_benches(bench)
             targets = _targets(model, run, steps, out)
             rank_world = parse_shard(shard) if shard else (0, 1)
-            if shard is None:  # a --dp worker (--shard) runs under its parent's lock
+            sweep = len(targets) > 1 and not (regrade or in_process or data_parallel_size > 1 or shard)
+            if shard is None and not sweep:  # a --dp worker (--shard) runs under its parent's lock
                 _lock_results(targets, stack, "--out" if model is not None else "--run")
         except ValueError as e:
             stack.close()
@@ -168,6 +170,8 @@ def register(app: typer.Typer) -> None:
             if data_parallel_size > 1 and not regrade:
                 summaries = _data_parallel(targets, names, settings, data_parallel_size, tensor_parallel_size,
                                            resume, console)
+            elif sweep:  # each child process takes its own results directory's lock
+                summaries = _sweep(targets, ctx)
             else:
                 summaries = _sequential(targets, names, settings, options, resume, regrade, console)
         out_console = Console(width=None if sys.stdout.isatty() else 160)  # files/pipes get the full table
@@ -188,24 +192,20 @@ def _sequential(targets, names, settings, options, resume, regrade, console) -> 
     return summaries
 
 
-def _sweep(targets, console) -> dict:
+def _sweep(targets, ctx) -> dict:
     """--run over several checkpoints: one fresh evaluator process per checkpoint (vLLM does not reliably free
     GPU memory when an engine is deleted, so the next checkpoint starts from an empty GPU)."""
-    import click
-
     from dhpo_suite.eval.sweep import child_argv, run_child
     from dhpo_suite.runs import eval_results as er
 
-    ctx = click.get_current_context()
     summaries = {}
     for label, model_dir, results in targets:
-        console.print(f"{label}: {model_dir} (own process)")
+        typer.echo(f"{label}: {model_dir} (own process)", err=True)
         code = run_child(child_argv(ctx.command.params, ctx.params, model_dir, results))
         if code != 0:
-            console.print(f"[red]error:[/red] {label}: the evaluator exited with code {code}; rerun with --resume")
+            typer.echo(f"error: {label}: the evaluator exited with code {code}; rerun with --resume", err=True)
             raise typer.Exit(code)
         summaries[label] = er.read_json(Path(results) / er.SUMMARY)
-        console.print(f"results: {results}")
     return summaries
 
 
@@ -241,7 +241,6 @@ def _run_one(model_dir, results, names, settings, options, resume, regrade, cons
             return regrade_dir(results, settings, progress=bars, notify=notify)
     from dhpo_suite.eval.benchmarks import load_problems
     from dhpo_suite.eval.engine import Engine
-
     from dhpo_suite.eval.runner import precheck
 
     precheck(results, model_dir, resume)  # another model's results fail now, not after loading this one

@@ -13,43 +13,52 @@ from typer.testing import CliRunner
 from dhpo_suite.cli import app
 from dhpo_suite.runs import eval_results as er
 
-N = 16
+N, SAMPLES, MAX_NEW = 16, 4, 300
 
 
 def _eval_cmd(model, out):
-    return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arith", "--model", str(model), "--out",
-            str(out), "--limit", str(N), "--max-new-tokens", "16", "--batch-size", "4", "--grader-workers", "1"]
+    """Default --batch-size (256): all 64 samples are in the engine at once; the random tiny model stops at a
+    random token (eos ~1/512 per token), so samples finish one by one over many seconds."""
+    return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arithmetic", "--model", str(model), "--out",
+            str(out), "--limit", str(N), "--samples", str(SAMPLES), "--max-new-tokens", str(MAX_NEW),
+            "--grader-workers", "1"]
 
 
 @pytest.mark.slow
-def test_sigkill_mid_eval_then_resume_completes(tiny_model_dir, engine, tmp_path):
-    """Kill the CLI mid-run; resume with the shared engine (same settings as the CLI's) to save a start-up."""
+def test_sigkill_at_the_default_batch_size_keeps_every_finished_sample(tiny_model_dir, engine, tmp_path):
+    """Samples reach the file one by one while the batch is still generating (not when 256 have finished),
+    so a SIGKILL loses only requests in flight; --resume then completes with the stored ones untouched.
+    The resume uses the shared engine (same settings as the CLI's) to save a start-up."""
     from dhpo_suite.eval.runner import EvalSettings, evaluate
 
     out = tmp_path / "res"
-    path = er.samples_path(out, "arith")
+    path = er.samples_path(out, "arithmetic")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(_eval_cmd(tiny_model_dir, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=env)
-    deadline = time.time() + 150
+    counts, deadline = [], time.time() + 240
     while time.time() < deadline and proc.poll() is None:
-        if path.exists() and path.read_text().count("\n") >= 4:
+        lines = path.read_bytes().count(b"\n") if path.exists() else 0
+        if lines and (not counts or lines != counts[-1]):
+            counts.append(lines)
+        if lines >= 8 and len(counts) >= 3:
             break
         time.sleep(0.05)
     assert proc.poll() is None, f"finished or died before the kill: {proc.stderr.read().decode()[-2000:]}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     kept = er.read_samples(path).records
-    assert 4 <= len(kept) < N, "the kill came too late to test anything"
+    assert len(counts) >= 3, f"samples arrived in one lump, not as they finished: {counts}"
+    assert counts[-1] <= len(kept) < N * SAMPLES, "a stored sample was lost, or the kill came too late"
 
-    notes = []
-    settings = EvalSettings(limit=N, max_new_tokens=16, batch_size=4, grader_workers=1)
-    evaluate(engine, ["arith"], out, settings, resume=True, notify=notes.append)
+    settings = EvalSettings(limit=N, samples=SAMPLES, max_new_tokens=MAX_NEW, grader_workers=1)
+    evaluate(engine, ["arithmetic"], out, settings, resume=True, notify=lambda m: None)
     final = er.read_samples(path)
     assert not final.skipped
     assert final.records[: len(kept)] == kept  # nothing stored before the kill was redone or lost
-    assert sorted(r["problem_id"] for r in final.records) == sorted(f"test-0-{i}" for i in range(N))
-    assert json.loads((out / er.SUMMARY).read_text())["benchmarks"]["arith"]["n_problems"] == N
+    assert sorted((r["problem_id"], r["sample"]) for r in final.records) == \
+        sorted((f"test-0-{i}", s) for i in range(N) for s in range(SAMPLES))
+    assert json.loads((out / er.SUMMARY).read_text())["benchmarks"]["arithmetic"]["n_problems"] == N
 
 
 @pytest.mark.parametrize("args, message", [
