@@ -1,37 +1,27 @@
-"""The run directory: writer, reader, step records and the format spec (docs/run-format.md). No torch here."""
+"""The run directory: writer, reader, step records and the format spec (docs/run-format.md). No torch here.
 
-from .bins import TelemetrySpec
-from .format import (
-    FORMAT_VERSION,
-    Problem,
-    RunFormatError,
-    checkpoint_path,
-    is_checkpoint_complete,
-)
-from .manifest import Manifest, read_manifest
-from .metrics import METRICS, describe
-from .reader import RunReader, RunSummary, list_runs
-from .records import Histogram, StepRecord
-from .state import TelemetryState
-from .writer import RunWriter, mark_checkpoint_complete
+Names resolve lazily (PEP 562): importing one submodule (say `runs.eval_results` from the evaluator's CLI)
+must not pull the reader's pandas into `dhpo-suite --help`.
+"""
 
-__all__ = [
-    "FORMAT_VERSION",
-    "Histogram",
-    "METRICS",
-    "Manifest",
-    "Problem",
-    "RunFormatError",
-    "RunReader",
-    "RunSummary",
-    "RunWriter",
-    "StepRecord",
-    "TelemetrySpec",
-    "TelemetryState",
-    "checkpoint_path",
-    "describe",
-    "is_checkpoint_complete",
-    "list_runs",
-    "mark_checkpoint_complete",
-    "read_manifest",
-]
+from importlib import import_module
+
+_HOMES = {
+    "TelemetrySpec": "bins",
+    "FORMAT_VERSION": "format", "Problem": "format", "RunFormatError": "format", "checkpoint_path": "format",
+    "is_checkpoint_complete": "format",
+    "Manifest": "manifest", "read_manifest": "manifest",
+    "METRICS": "metrics", "describe": "metrics",
+    "RunReader": "reader", "RunSummary": "reader", "list_runs": "reader",
+    "Histogram": "records", "StepRecord": "records",
+    "TelemetryState": "state",
+    "RunWriter": "writer", "mark_checkpoint_complete": "writer",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
