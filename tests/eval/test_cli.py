@@ -117,3 +117,57 @@ def test_results_tables_render_the_paper_layout():
     text = console.export_text()
     assert "amc23" in text and "avg@4" in text and "AVG" in text and "37.5" in text and "step 10" in text
     assert "25.0" in text and "50.0" in text and "812" in text
+
+
+def test_resume_with_another_model_refuses_before_loading_it(tiny_model_dir, tmp_path):
+    """The stored results' model (path + content fingerprint) is checked before any engine starts: fast, one line."""
+    import shutil
+
+    from dhpo_suite.eval.identity import model_fingerprint
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_model_dir, other)
+    out = tmp_path / "res"
+    out.mkdir()
+    config = {"model": str(other.resolve()), "model_fingerprint": model_fingerprint(other), "benches": {}}
+    er.write_json_atomic(out / er.CONFIG, config)
+    er.samples_path(out, "arithmetic").write_text('{"problem_id": "test-0-0", "sample": 0}\n')
+    args = ["eval", "--bench", "arithmetic", "--out", str(out), "--limit", "2"]
+    res = CliRunner().invoke(app, [*args, "--model", str(tiny_model_dir), "--resume"])
+    assert res.exit_code == 2 and "field 'model': the stored evaluation used" in res.output, res.output
+    res = CliRunner().invoke(app, [*args, "--model", str(other)])
+    assert res.exit_code == 2 and "holds results already; pass --resume" in res.output
+    weights = next(other.glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one bit of the last tensor: same path, same size, other content
+    weights.write_bytes(bytes(data))
+    res = CliRunner().invoke(app, [*args, "--model", str(other), "--resume"])
+    assert res.exit_code == 2 and "field 'model_fingerprint'" in res.output, res.output
+
+
+def test_default_results_dirs_of_two_checkpoints_never_collide(tmp_path):
+    from dhpo_suite.eval.identity import default_out_dir
+
+    a, b = (tmp_path / run / "checkpoints" / "step-000010" for run in ("dhpo-e", "grpo"))
+    c = tmp_path / "elsewhere" / "dhpo-e" / "checkpoints" / "step-000010"
+    dirs = [default_out_dir(p) for p in (a, b, c)]
+    assert dirs[0].name.startswith("dhpo-e-step-000010-") and dirs[1].name.startswith("grpo-step-000010-")
+    assert len(set(dirs)) == 3 and all(d.parent.name == "eval-results" for d in dirs)
+
+
+def test_a_sweep_child_gets_the_users_options_with_its_own_model_and_out():
+    import typer
+
+    from dhpo_suite.eval.sweep import child_argv
+
+    cmd = typer.main.get_command(app).commands["eval"]
+    values = {p.name: p.default for p in cmd.params}
+    values.update(run="runs/x", steps="all", samples=4, resume=True, temperature=0.6, bench="arithmetic")
+    argv = child_argv(cmd.params, values, "runs/x/checkpoints/step-000010", "runs/x/evals/step-000010")
+    assert argv[:3] == [sys.executable, "-m", "dhpo_suite.cli"]
+    args = argv[3:]
+    assert args[0] == "eval" and "--run" not in args and "--steps" not in args
+    pairs = dict(zip(args[1::2], args[2::2]))
+    assert pairs["--bench"] == "arithmetic" and pairs["--samples"] == "4" and pairs["--temperature"] == "0.6"
+    assert "--resume" in args and args[-4:] == ["--model", "runs/x/checkpoints/step-000010", "--out",
+                                                "runs/x/evals/step-000010"]

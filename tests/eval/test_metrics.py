@@ -75,3 +75,14 @@ def test_every_metric_name_is_documented_in_docs():
     doc = (Path(__file__).parents[2] / "docs" / "eval.md").read_text()
     for name in METRICS:
         assert f"`{name}`" in doc, name
+
+
+def test_avg_and_pass_at_k_use_the_same_first_n_samples():
+    """After a resume with fewer --samples the file holds more than n samples: only samples 0..n-1 count."""
+    recs = [_rec("a", s, c, "1" if c else "2", 10 * (s + 1)) for s, c in enumerate([True, False, True, True])]
+    m = bench_metrics(recs, 2)
+    assert m["avg@2"] == 0.5 and m["pass@1"] == 0.5 and m["pass@2"] == 1.0  # c=1 of n=2: 1 - C(1,2)/C(2,2)
+    assert m["len_mean"] == 15.0 and m["n_samples"] == 2 and m["complete"]
+    skipped = [{**_rec("b", 0, False, None, 0), "status": "prompt_too_long", "finish_reason": "skipped"}]
+    m = bench_metrics(recs[:2] + skipped + [{**skipped[0], "sample": 1}], 2)
+    assert (m["skipped"], m["avg@2"], m["n_problems"]) == (2, 0.25, 2)
