@@ -110,6 +110,8 @@ def overhead(root: Path, steps: int) -> None:
           f"= {100 * m.work_cpu_s / n / step:.3f} % of a step")
     print(f"W&B service process, CPU for the run:     {service.seconds:8.2f} s  "
           f"= {100 * service.seconds / n / step:.3f} % of a step (start-up and finish included)")
+    print(f"mirror start-up (imports, wandb.init):    {m.start_s:8.2f} s wall, {m.start_cpu_s:.2f} s CPU of the "
+          f"mirror thread, once per run")
     print(f"steps dropped by the mirrors:             {m.dropped}")
 
 

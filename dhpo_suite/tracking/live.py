@@ -38,6 +38,7 @@ class LiveMirrors:
         self.submit_s = 0.0  # time spent in submit() by the training thread
         self.work_s = 0.0  # wall time the mirror thread spent logging steps
         self.work_cpu_s = 0.0  # CPU time of the mirror thread while logging steps
+        self.start_s = self.start_cpu_s = 0.0  # wall / CPU time of the mirror thread starting the mirrors
         self.active: list[Any] = []
         self._thread = threading.Thread(target=self._run, name="dhpo-suite-mirrors", daemon=True)
         if self.names:
@@ -81,6 +82,7 @@ class LiveMirrors:
 
     # ---- the mirror thread ----
     def _run(self) -> None:
+        t0, c0 = time.perf_counter(), time.thread_time()
         for name in self.names:
             try:
                 mirror = self._make(name)
@@ -88,6 +90,7 @@ class LiveMirrors:
                 self.active.append(mirror)
             except BaseException as e:  # noqa: BLE001 - whatever a tracker raises, training goes on
                 self._fail(name, e)
+        self.start_s, self.start_cpu_s = time.perf_counter() - t0, time.thread_time() - c0
         while True:
             record = self._queue.get()
             if record is _STOP:

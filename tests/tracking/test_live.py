@@ -78,6 +78,9 @@ def test_no_network_does_not_block_submit(synthetic_run, monkeypatch):
         mirrors.submit(r)
     submit_s = time.perf_counter() - t0
     mirrors.close()
+    import wandb
+
+    wandb.teardown()  # wandb keeps the online settings process-wide: later tests must not inherit them
     assert submit_s < 0.05, submit_s  # three queue puts, while wandb.init is still trying to connect
     assert len(warnings) == 1 and "wandb mirror switched off" in warnings[0]
 
