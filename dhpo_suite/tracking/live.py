@@ -1,8 +1,9 @@
 """Mirrors beside a running trainer: a background thread, so a mirror can neither stop nor slow training.
 
-The trainer calls `submit(record)` after the step is committed to the run directory; that only puts the
-record on a bounded queue (microseconds). A daemon thread starts the mirrors (wandb.init may wait on the
-network for up to its init timeout) and logs each step. A mirror that fails (import error, bad credentials,
+The trackers are imported when the mirrors are opened, before the first step (importing wandb holds the
+GIL for ~0.5 s of CPU). The trainer calls `submit(record)` after the step is committed to the run directory;
+that only puts the record on a bounded queue (microseconds). A daemon thread starts the mirrors (wandb.init
+may wait on the network for up to its init timeout) and logs each step. A mirror that fails (import error, bad credentials,
 no network, a full disk) is reported once through `warn` and switched off; the others go on. If the thread
 falls behind by `queue_size` steps, further steps are dropped (reported once): the run directory has them
 all, and `dhpo-suite export` mirrors them afterwards.
@@ -41,6 +42,13 @@ class LiveMirrors:
         self.start_s = self.start_cpu_s = 0.0  # wall / CPU time of the mirror thread starting the mirrors
         self.active: list[Any] = []
         self._thread = threading.Thread(target=self._run, name="dhpo-suite-mirrors", daemon=True)
+        t0 = time.perf_counter()
+        for name in self.names if make is None else ():
+            try:  # imports hold the GIL: pay them here, before training, not beside a step
+                registry.preload(name)
+            except ImportError:
+                pass  # the mirror thread reports it (once) and goes on without this mirror
+        self.preload_s = time.perf_counter() - t0
         if self.names:
             self._thread.start()
 

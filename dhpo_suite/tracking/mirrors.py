@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOGGERS", "build", "default_location", "parse_loggers"]
+__all__ = ["LOGGERS", "build", "default_location", "parse_loggers", "preload"]
 
 LOGGERS = ("tensorboard", "wandb")
 """Mirror destinations, by the name `--logger` and `--to` take (verl's `trainer.logger` names)."""
@@ -33,6 +33,17 @@ def default_location(name: str, run_dir: Path | str) -> Path:
     """Where mirror `name` of the run at `run_dir` writes by default."""
     run_dir = Path(run_dir).resolve()
     return run_dir.parent / "tensorboard" / run_dir.name if name == "tensorboard" else run_dir.parent
+
+
+def preload(name: str) -> None:
+    """Import mirror `name`'s tracker now (ImportError passes; the mirror thread reports it). Importing wandb
+    takes ~0.5 s of CPU holding the GIL: done by the trainer before its first step, not beside it."""
+    if name == "tensorboard":
+        from . import tensorboard
+
+        tensorboard.preload()
+    elif name == "wandb":
+        import wandb  # noqa: F401
 
 
 def build(name: str, run_dir: Path | str, out: Path | str | None = None, *, project: str = "dhpo-suite") -> Any:

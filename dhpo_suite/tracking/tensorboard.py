@@ -17,7 +17,7 @@ from dhpo_suite.runs import StepRecord
 
 from . import content
 
-__all__ = ["TensorBoardMirror", "step_summary", "text_summary"]
+__all__ = ["TensorBoardMirror", "preload", "step_summary", "text_summary"]
 
 
 class TensorBoardMirror:
@@ -61,6 +61,13 @@ class TensorBoardMirror:
         from tensorboard.compat.proto.event_pb2 import Event
 
         self.writer.add_event(Event(wall_time=time.time(), step=int(step), summary=summary))
+
+
+def preload() -> None:
+    """Import what the mirror uses (TensorBoard's protos, writer and text-plugin metadata)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2  # noqa: F401
+    from tensorboard.plugins.text import metadata  # noqa: F401
+    from tensorboard.summary.writer import event_file_writer  # noqa: F401
 
 
 def step_summary(record: StepRecord):
