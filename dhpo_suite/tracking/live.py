@@ -1,12 +1,12 @@
 """Mirrors beside a running trainer: a background thread, so a mirror can neither stop nor slow training.
 
-The trackers are imported when the mirrors are opened, before the first step (importing wandb holds the
-GIL for ~0.5 s of CPU). The trainer calls `submit(record)` after the step is committed to the run directory;
-that only puts the record on a bounded queue (microseconds). A daemon thread starts the mirrors (wandb.init
-may wait on the network for up to its init timeout) and logs each step. A mirror that fails (import error, bad credentials,
-no network, a full disk) is reported once through `warn` and switched off; the others go on. If the thread
-falls behind by `queue_size` steps, further steps are dropped (reported once): the run directory has them
-all, and `dhpo-suite export` mirrors them afterwards.
+The trackers are imported when the mirrors are opened, before the first step (importing wandb is Python
+work that holds the GIL). The trainer calls `submit(record)` after the step is committed to the run
+directory; that only puts the record on a bounded queue (microseconds). A daemon thread starts the mirrors
+(wandb.init may wait on the network for up to its init timeout) and logs each step. A mirror that fails
+(import error, bad credentials, no network, a full disk) is reported once through `warn` and switched off;
+the others go on. If the thread falls behind by `queue_size` steps, further steps are dropped (reported
+once): the run directory has them all, and `dhpo-suite export` mirrors them afterwards.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def default_location(name: str, run_dir: Path | str) -> Path:
 
 def preload(name: str) -> None:
     """Import mirror `name`'s tracker now (ImportError passes; the mirror thread reports it). Importing wandb
-    takes ~0.5 s of CPU holding the GIL: done by the trainer before its first step, not beside it."""
+    is Python work holding the GIL: the trainer does it before its first step, not beside one."""
     if name == "tensorboard":
         from . import tensorboard
 
