@@ -16,7 +16,7 @@ from dhpo_suite.train.embedded.config import TrainConfig
 __all__ = ["register"]
 
 _DOC = TrainConfig.field_docs()
-_VERL_FORWARDED = ("algo", "out", "backend", "logger")
+_VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps")
 
 
 def _opt(field: str, *names: str):
@@ -79,7 +79,8 @@ def register(app: typer.Typer) -> None:
         except ConfigError as e:
             _fail(_flag(e))
         if cfg.backend == "verl":
-            raise typer.Exit(_run_verl(cfg, preset, dry_run, list(ctx.args)))
+            steps = cfg.steps if "steps" in _given(ctx) else None  # else the preset decides
+            raise typer.Exit(_run_verl(cfg, preset, dry_run, list(ctx.args), steps))
         if ctx.args:
             _fail(f"unknown option(s) for the embedded backend: {' '.join(ctx.args)} (see dhpo-suite train --help)")
         if dry_run:
@@ -118,7 +119,7 @@ def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str
         _fail(_flag(e) if isinstance(e, ConfigError) else str(e))
 
 
-def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str]) -> int:
+def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], steps: int | None = None) -> int:
     """Forward to the verl backend; embedded-only options set away from their defaults are an error."""
     from pathlib import Path
 
@@ -131,7 +132,7 @@ def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str]) ->
     from dhpo_suite.train.verl_backend.launch import run
 
     return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + extra, dry_run=dry_run,
-               out=Path(cfg.out) if cfg.out else None)
+               out=Path(cfg.out) if cfg.out else None, steps=steps)
 
 
 def _verl_logger(spec: str) -> list[str]:

@@ -93,3 +93,31 @@ def test_user_overrides_win_and_reach_the_loss(tmp_path):
     actor = omega_conf_to_dataclass(pl.config.actor_rollout_ref.actor)
     hp = objective_hparams("dhpo", actor, actor.loss_agg_mode)
     assert hp["clip"] == "unified" and hp["eps_high"] == 0.3 and hp["seq_eps_high"] == 0.28
+
+
+# verl's loop (trainer_base.PPOTrainer.fit) ends at whichever comes first: total_training_steps, or the end of
+# trainer.total_epochs epochs (len(train set) // train_batch_size steps each); it saves at the last step.
+@pytest.mark.parametrize("steps, user, expect", [
+    (7, [], (7, 7)),                                              # --steps N: N steps, epochs cannot end it first
+    (None, ["trainer.total_training_steps=500"], (500, 500)),    # the docs' example of a step count
+    (None, ["trainer.total_training_steps=500", "trainer.total_epochs=3"], (500, 3)),  # an explicit bound stays
+    (None, [], (None, 1)),                                        # the preset: one epoch, its steps decide
+])
+def test_a_step_count_is_not_cut_short_by_epochs(tmp_path, steps, user, expect):
+    cfg = plan("grpo", "qwen3-1.7b", user, out=tmp_path, steps=steps).config
+    assert (cfg.trainer.total_training_steps, cfg.trainer.total_epochs) == expect
+    assert cfg.trainer.save_freq > 0  # so verl's last step saves (and the plugin exports) a checkpoint
+
+
+def test_truncation_budget_follows_the_rollouts_response_length(tmp_path):
+    cfg = plan("grpo", "qwen3-1.7b", ["data.max_response_length=64"], out=tmp_path).config
+    assert cfg.actor_rollout_ref.rollout.response_length == 64
+    assert cfg.actor_rollout_ref.actor.policy_loss.telemetry.max_response_length == 64
+
+
+def test_bad_step_count_is_one_error_line(capsys, tmp_path):
+    from dhpo_suite.train.verl_backend.launch import run
+
+    assert run("grpo", "qwen3-4b", out=tmp_path / "run", steps=0, dry_run=True) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --steps: must be > 0, got 0"]

@@ -1,8 +1,10 @@
 """verl's own actor worker (FSDP2 engine, optimizer, ppo_loss) on CPU/gloo with every objective.
 
 Nothing of verl is mocked: `local_worker` builds `ActorRolloutRefWorker` from verl's composed config and calls
-its `compute_log_prob` / `update_actor` with the batches verl's trainer would send. Runs in spawned processes
-(verl's platform and the process group are per-process state).
+its `compute_log_prob` / `update_actor` with the batches verl's trainers send: the v1 trainer's (verl's default:
+TransferQueue, jagged nested tensors, `rm_scores`, padding rows; through the trainer's own methods, v1_feed.py)
+and the legacy trainer's (padded DataProto, any number of ranks). Runs in spawned processes (verl's platform,
+the process group and the local Ray instance of TransferQueue are per-process state).
 """
 
 from __future__ import annotations
@@ -38,6 +40,34 @@ def two_ranks(tiny_model_dir, tmp_path_factory):
     runs = tmp_path_factory.mktemp("verl-2ranks")
     case = LocalCase(str(tiny_model_dir), ("dhpo-e",), run_dir=str(runs), save_checkpoint=7, **{**CASE, "steps": 2})
     return runs, run_distributed(case, world=2)
+
+
+@pytest.fixture(scope="module")
+def v1(tiny_model_dir, tmp_path_factory):
+    # 3 prompts x 2 responses, mini-batches of 2 prompts: verl pads the 6 rows to 8 (two empty responses),
+    # whose 128-token synthetic sequences need a token budget above 128.
+    runs = tmp_path_factory.mktemp("verl-v1")
+    case = LocalCase(str(tiny_model_dir), ("dhpo-e", "grpo"), run_dir=str(runs), prompts=3, group_size=2,
+                     ppo_mini_batch=2, steps=2, feed="v1", max_tokens_per_gpu=160)
+    return runs, run_distributed(case, world=1)[0]
+
+
+def test_v1_trainer_batches_train_and_telemetry_counts_what_went_in(v1):
+    runs, results = v1
+    assert [(r["objective"], r["step"]) for r in results] == [(o, s) for o in ("dhpo-e", "grpo") for s in (1, 2)]
+    for r in results:
+        assert r["metrics"]["batch_rows"] == 8, "verl did not pad the batch: the padding path is untested"
+        assert r["weight_change"] > 0 and math.isfinite(r["metrics"]["actor/pg_loss"])
+        row = RunReader(runs / r["objective"]).scalars().set_index("step").loc[r["step"]]
+        rewards, lengths = np.array(r["rewards"]), np.array(r["lengths"])  # what the rollout put in TQ
+        assert (row["responses/count"], row["groups/count"]) == (6, 3)  # padding rows are no responses
+        assert row["tokens/count"] == lengths.sum()
+        assert row["reward/mean"] == pytest.approx(rewards.mean())  # the agent loop's rm_scores
+        assert row["length/mean"] == pytest.approx(lengths.mean())
+        assert row["length/truncated_frac"] == pytest.approx((lengths >= 16).mean())  # rollout.response_length
+    dhpo_e = RunReader(runs / "dhpo-e").scalars()
+    assert ((dhpo_e["w/mean"] > 0) & (dhpo_e["w/mean"] < 1) & ((dhpo_e["w/mean"] - 0.5).abs() > 1e-3)).all()
+    assert set(RunReader(runs / "dhpo-e").samples(1)["response_id"]) <= set(range(6))
 
 
 def test_every_objective_trains_and_writes_a_step(sweep):

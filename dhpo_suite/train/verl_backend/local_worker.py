@@ -1,10 +1,17 @@
-"""verl's real actor worker driven without Ray: the plugin's end-to-end check (tests, benchmarks, smoke runs).
+"""verl's real actor worker driven without Ray's trainer: the plugin's worker-level check (tests, benchmarks).
 
 Each process builds verl's `ActorRolloutRefWorker` (role "actor": FSDP2 engine, optimizer, the wrapped
 `ppo_loss`) from verl's composed config, exactly as a Ray worker would, and feeds it what verl's trainer
-would: a rollout batch (left-padded prompts, right-padded responses, rule rewards, `uid`s), old
-log-probs from the worker's own `compute_log_prob`, and group-normalised advantages (GRPO eq. 1). The
-only stand-in is the sampler: responses are random token ids, as the checks are about the update.
+would, in one of two layouts (`LocalCase.feed`):
+
+- "v1" (verl's default trainer, `trainer.use_v1=true`): the rollout goes through TransferQueue and the v1
+  trainer's own methods (v1_feed.py), so `update_actor` gets jagged nested tensors, `rm_scores` and
+  padding rows, exactly as under Ray. One rank; needs a local Ray instance for TransferQueue.
+- "legacy" (`trainer.use_v1=false`): a padded DataProto (left-padded prompts, right-padded responses,
+  `token_level_scores`, `uid`s), old log-probs from the worker's own `compute_log_prob` and group-normalised
+  advantages (GRPO eq. 1). Any number of ranks.
+
+The only stand-in is the sampler: responses are random token ids, as the checks are about the update.
 
     case = LocalCase(model_dir, ("grpo", "dhpo-e"), run_dir=...)
     results = run_local(case)                  # world size 1, this process
@@ -20,6 +27,8 @@ import socket
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from dhpo_suite.train.verl_backend.overrides import compose
 
 __all__ = ["LocalCase", "worker_overrides", "run_local", "run_distributed"]
 
@@ -64,6 +73,11 @@ class LocalCase:
     """Seed of the synthetic rollouts."""
     check_weights: bool = True
     """Measure the weight change of each update (copies the parameters; benchmarks turn it off)."""
+    feed: str = "legacy"
+    """How batches reach the worker: "v1" (TransferQueue, the v1 trainer's methods; one rank) or "legacy"."""
+    ppo_mini_batch: int | None = None
+    """Prompts per PPO mini-batch (None: prompts // mini_batches). With "v1", a value that does not divide
+    the batch makes verl append padding rows, as its trainer does."""
     save_checkpoint: int | None = None
     """After the last step, save a verl checkpoint with hf_model as global step N (`global_step_N/actor`,
     exported into the run directory), load it back as a resumed run does, and run one more step, whose
@@ -81,7 +95,7 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
         out = [f"{ACTOR}.policy_loss.loss_mode={objective[5:]}", f"{ACTOR}.use_kl_loss=false"]
     else:
         out = algorithm_overrides(algorithm_settings(objective), run_dir, telemetry)
-    mini = case.prompts // case.mini_batches
+    mini = case.ppo_mini_batch or case.prompts // case.mini_batches
     out += [
         f"{MODEL}.path={case.model_dir}",
         f"{MODEL}.enable_gradient_checkpointing={str(case.gradient_checkpointing).lower()}",
@@ -101,6 +115,9 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
         f"{ROLLOUT}.log_prob_use_dynamic_bsz=true",
         f"{ROLLOUT}.log_prob_max_token_len_per_gpu={4 * case.max_tokens_per_gpu}",
         f"{ROLLOUT}.response_length={case.response_len}",
+        "algorithm.adv_estimator=grpo",  # what the trainer's advantage step (v1 feed) computes
+        "algorithm.norm_adv_by_std_in_grpo=true",
+        "algorithm.use_kl_in_reward=false",
     ]
     if case.save_checkpoint is not None:
         out.append(f"{ACTOR}.checkpoint.save_contents=[model,optimizer,extra,hf_model]")
@@ -176,8 +193,6 @@ def _peak_memory(device: str) -> float:
 def _worker(case: LocalCase):
     from verl.workers.engine_workers import ActorRolloutRefWorker
 
-    from dhpo_suite.train.verl_backend.overrides import compose
-
     cfg = compose(worker_overrides(case, case.objectives[0]))
     worker = ActorRolloutRefWorker(cfg.actor_rollout_ref, role="actor")
     worker.init_model()
@@ -191,8 +206,6 @@ def _use_objective(worker, case: LocalCase, objective: str):
     from verl.utils.config import omega_conf_to_dataclass
     from verl.workers import engine_workers
 
-    from dhpo_suite.train.verl_backend.overrides import compose
-
     actor = omega_conf_to_dataclass(compose(worker_overrides(case, objective)).actor_rollout_ref.actor)
     actor.model_config = worker.actor.engine.model_config
     worker.actor.set_loss_fn(partial(engine_workers.ppo_loss, config=actor))
@@ -201,11 +214,14 @@ def _use_objective(worker, case: LocalCase, objective: str):
 
 def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, Any]]:
     """Run `case` on this process as data-parallel rank `rank` of `world` (process group must exist)."""
-    import torch
-    from verl.utils import tensordict_utils as tu
-
     from dhpo_suite.train.objectives import group_advantages
 
+    if case.feed == "v1":
+        from dhpo_suite.train.verl_backend import v1_feed
+
+        if world != 1:
+            raise ValueError("feed='v1' runs one rank (TransferQueue needs the Ray trainer to dispatch ranks)")
+        v1_feed.start_tq()
     worker = _worker(case)
     model_config = worker.actor.engine.model_config
     vocab = min(model_config.hf_config.vocab_size, len(model_config.tokenizer))
@@ -214,25 +230,26 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
         actor = _use_objective(worker, case, objective)
         for step in range(1, case.steps + 1):
             batch, rewards, noise = _rollout(case, step, vocab)
-            adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
-            share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
-            td = _update_inputs(worker, case, batch[share], adv[share], noise[share], actor.calculate_entropy)
             before = _params(worker) if case.check_weights else None
-            if case.device == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
+            _reset_peak(case.device)
             start, cpu_start = time.perf_counter(), time.process_time()
-            output = worker.update_actor(td)
-            if case.device == "cuda":
-                torch.cuda.synchronize()
+            if case.feed == "v1":
+                cfg = compose(worker_overrides(case, objective))
+                metrics = v1_feed.train_step(worker, cfg, v1_feed.put_rollout(batch, rewards, step), noise)
+            else:
+                adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
+                share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
+                td = _update_inputs(worker, case, batch[share], adv[share], noise[share], actor.calculate_entropy)
+                metrics = _lists(worker.update_actor(td))
+            _sync(case.device)
             seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
             after = _params(worker) if case.check_weights else None
-            metrics = tu.get(output, "metrics") if output is not None else {}
             results.append(dict(
                 objective=objective, step=step, rank=rank, seconds=seconds, cpu_seconds=cpu_seconds,
                 peak_memory_gib=_peak_memory(case.device),
                 weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))) if before else None,
-                metrics={k: v for k, v in metrics.items() if isinstance(v, list)},
+                metrics=metrics, rewards=rewards.tolist(),
+                lengths=batch.batch["response_mask"].sum(-1).tolist(),
             ))
     if case.save_checkpoint is not None and case.run_dir is not None:  # verl saves <dir>/global_step_N/actor
         path = f"{case.run_dir}/verl/global_step_{case.save_checkpoint}/actor"
@@ -244,6 +261,29 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
         worker.update_actor(_update_inputs(worker, case, batch[share], adv[share], noise[share],
                                            actor.calculate_entropy))
     return results
+
+
+def _lists(output) -> dict[str, Any]:
+    """verl's per-micro-batch metric lists from an update_actor output."""
+    from verl.utils import tensordict_utils as tu
+
+    metrics = tu.get(output, "metrics") if output is not None else {}
+    return {k: v for k, v in metrics.items() if isinstance(v, list)}
+
+
+def _reset_peak(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def _free_port() -> int:
@@ -284,6 +324,10 @@ def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
         import torch
 
         torch.distributed.destroy_process_group()
+        if case.feed == "v1":
+            from dhpo_suite.train.verl_backend import v1_feed
+
+            v1_feed.stop_tq()
 
 
 def run_distributed(case: LocalCase, world: int = 2, timeout: float = 600.0) -> list[list[dict[str, Any]]]:

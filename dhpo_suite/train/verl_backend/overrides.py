@@ -75,7 +75,7 @@ def algorithm_overrides(algo: AlgorithmSettings, run_dir: str | None, telemetry:
     out += ["+" + o for o in _pairs(f"{ACTOR}.policy_loss", dict(algo.knobs))]
     if run_dir is not None:
         out.append(f"+{ACTOR}.policy_loss.run_dir={format_value(run_dir)}")
-    if telemetry:
+    if telemetry is not None:
         out.append(f"+{ACTOR}.policy_loss.telemetry={format_value(telemetry)}")
     return out
 
@@ -120,9 +120,9 @@ def preset_overrides(p: Preset, paths: Paths) -> list[str]:
 
 
 def hydra_overrides(preset: Preset, algo: AlgorithmSettings, paths: Paths) -> list[str]:
-    """All overrides for one run, generated from the two frozen dataclasses."""
-    telemetry = {"max_response_length": preset.max_response_length}
-    return preset_overrides(preset, paths) + algorithm_overrides(algo, paths.run_dir, telemetry)
+    """All overrides for one run, generated from the two frozen dataclasses. (The launcher adds the
+    telemetry's response budget once the config is composed: it follows the user's overrides.)"""
+    return preset_overrides(preset, paths) + algorithm_overrides(algo, paths.run_dir, telemetry={})
 
 
 def compose(overrides: Iterable[str]):

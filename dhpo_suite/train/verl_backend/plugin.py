@@ -1,7 +1,7 @@
 """verl's `verl.plugins` entry point (declared in pyproject.toml): imported by every process that imports verl.
 
 Importing it costs nothing up front. It
-- registers a "cpu" verl platform (used only with VERL_PLATFORM=cpu; see cpu_platform.py),
+- registers a "cpu" verl platform, and with VERL_PLATFORM=cpu the CPU shims and rollout (cpu_platform.py),
 - registers every dhpo-suite objective in verl's policy-loss registry as `dhpo_suite.<name>` as soon as
   `verl.trainer.ppo.core_algos` is imported (registration.py),
 - wraps verl's `ppo_loss` and `TrainingWorker` right after their modules load (hooks.py) so losses see
@@ -14,6 +14,6 @@ dhpo-suite also name `dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig`
 
 from dhpo_suite.train.verl_backend import cpu_platform, hooks, registration
 
-cpu_platform.register()
+cpu_platform.install()
 hooks.install()
 hooks.after_import("verl.trainer.ppo.core_algos", registration.register_all)

@@ -9,8 +9,11 @@ hooks.py):
    p·G + j with G = responses per prompt (TelemetryAccumulator's convention: group = id // G). Without
    uids the id is the response's global position and G = actor.rollout_n. The id travels with the
    rows as a tensor field, through verl's mini-batch and dynamic micro-batch reshuffles, to the loss;
-2. records the rollout facts of its share (reward = Σ token_level_scores, length, truncated = the
-   length reached the padded response width, which verl's agent loop pads to rollout.response_length);
+2. records the rollout facts of its share (reward = Σ of the first reward field present, `REWARD_KEYS`:
+   the legacy trainer's `token_level_scores`, the v1 trainer's `rm_scores`; length; truncated = the length
+   reached rollout.response_length). Padding rows that verl's v1 trainer appends so the batch divides
+   into mini-batches (`upsample_batch_to_divisible_size`: empty response mask) are left out of every
+   statistic;
 3. lets every loss call add its ObjectiveOutput (`observe`; the epoch is how often the rows were seen);
 4. after the update, gathers the numpy partials (`TelemetryState.to_bytes`) to rank 0 of the
    data-parallel group, which merges them (exact: counts, histograms, top-K, samples) and writes the
@@ -18,6 +21,9 @@ hooks.py):
 
 Only ranks whose loss is a dhpo_suite loss with `policy_loss.run_dir` set take part; all others pass
 through untouched.
+
+Batch fields come in two layouts: padded (B, T) tensors (legacy trainer) or jagged nested tensors
+(verl's v1 trainer reads them from TransferQueue); every read goes through `_padded`.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["active", "observe", "run_step", "note_checkpoint_loaded", "export_checkpoint", "RID_KEY"]
+__all__ = ["active", "observe", "run_step", "note_checkpoint_loaded", "export_checkpoint", "RID_KEY", "REWARD_KEYS"]
 
 RID_KEY = "dhpo_response_id"
+REWARD_KEYS = ("token_level_scores", "rm_scores", "token_level_rewards")
+"""Where the reward lives, first present wins: legacy trainer, v1 trainer (agent-loop scores), KL-shaped."""
 
 
 @dataclass
@@ -70,6 +78,11 @@ def _enabled(config) -> bool:
     return objective_of(pl.loss_mode) is not None and bool(getattr(pl, "run_dir", None))
 
 
+def _padded(value, fill=0):
+    """A batch field as a padded (B, T) tensor: the v1 trainer hands jagged nested tensors (TransferQueue)."""
+    return value.to_padded_tensor(fill) if getattr(value, "is_nested", False) else value
+
+
 def _strings(data, key: str) -> list[str] | None:
     if key not in data.keys():
         return None
@@ -78,24 +91,34 @@ def _strings(data, key: str) -> list[str] | None:
     return [str(v) for v in value]
 
 
+def _real_rows(data):
+    """(N,) bool: rows with at least one response token (False for the v1 trainer's padding rows)."""
+    return _padded(data["response_mask"]).sum(-1) > 0
+
+
 def _response_ids(data, group, config) -> tuple[Any, int]:
-    """(ids (N,) int64, responses per prompt) for this rank's rows; see the module docstring."""
+    """(ids (N,) int64, responses per prompt) for this rank's rows, -1 for padding rows; see the module
+    docstring."""
     import torch
     import torch.distributed as dist
 
+    real = _real_rows(data).tolist()
     uids = _strings(data, "uid")
-    n = data.batch_size[0]
+    n = sum(real)
     world = dist.get_world_size(group) if dist.is_initialized() else 1
     rank = dist.get_rank(group) if dist.is_initialized() else 0
     everyone = [None] * world
-    mine = uids if uids is not None else n
+    mine = [u for u, r in zip(uids, real) if r] if uids is not None else n
     if world > 1:
         dist.all_gather_object(everyone, mine, group=group)
     else:
         everyone = [mine]
+    ids = torch.full((len(real),), -1, dtype=torch.int64)
+    where = torch.tensor(real, dtype=torch.bool)
     if uids is None:
         offset = sum(int(x) for x in everyone[:rank])
-        return torch.arange(offset, offset + n, dtype=torch.int64), int(config.rollout_n)
+        ids[where] = torch.arange(offset, offset + n, dtype=torch.int64)
+        return ids, int(config.rollout_n)
     counts: dict[str, int] = {}
     flat = [(u, r) for r, us in enumerate(everyone) for u in us]
     for u, _ in flat:
@@ -103,33 +126,34 @@ def _response_ids(data, group, config) -> tuple[Any, int]:
     size = max(counts.values())
     prompt = {u: i for i, u in enumerate(sorted(counts))}
     j: dict[str, int] = {}
-    ids = []
+    mine_ids = []
     for u, r in flat:
         k = j.get(u, 0)
         j[u] = k + 1
         if r == rank:
-            ids.append(prompt[u] * size + k)
-    return torch.tensor(ids, dtype=torch.int64), size
+            mine_ids.append(prompt[u] * size + k)
+    ids[where] = torch.tensor(mine_ids, dtype=torch.int64)
+    return ids, size
 
 
 def _add_rollout(acc, data, ids, size: int) -> None:
-    mask = data["response_mask"]
-    mask = mask.to_padded_tensor() if getattr(mask, "is_nested", False) else mask
-    scores = next((data[k] for k in ("token_level_scores", "token_level_rewards") if k in data.keys()), None)
-    if scores is None:
+    key = next((k for k in REWARD_KEYS if k in data.keys()), None)
+    if key is None:
         return  # no reward in the batch: token telemetry only
-    scores = scores.to_padded_tensor() if getattr(scores, "is_nested", False) else scores
+    real = ids >= 0
+    mask = _padded(data["response_mask"])[real]
+    # Σ over the response like verl's own score metrics (the agent loop puts the score on the last token).
+    rewards = _padded(data[key], 0.0)[real].sum(-1).double()
     lengths = mask.sum(-1)
-    acc.add_rollout(
-        (scores * mask).sum(-1).double(), lengths, lengths >= mask.shape[-1], size, response_ids=ids
-    )
+    acc.add_rollout(rewards, lengths, lengths >= acc.spec.max_response_length, size, response_ids=ids[real])
 
 
 def _spec(config, data):
     from dhpo_suite.runs import TelemetrySpec
 
     opts = dict(getattr(config.policy_loss, "telemetry", None) or {})
-    opts.setdefault("max_response_length", int(data["response_mask"].shape[-1]))
+    if "max_response_length" not in opts:  # launches set it (rollout.response_length); else the batch width
+        opts["max_response_length"] = int(_padded(data["response_mask"]).shape[-1])
     return TelemetrySpec(**opts)
 
 
@@ -177,17 +201,40 @@ def observe(out, config, micro_batch) -> None:
         return
     data = micro_batch.data
     ids = data[RID_KEY].reshape(-1).cpu()
+    width = out.response_mask.shape[-1]
+    tokens = _padded(data["responses"], 0)
+    tokens = tokens[:, :width] if tokens.shape[-1] >= width else None
+    old = data.get("old_log_probs", None)
+    old = None if old is None else _padded(old, 0.0)
+    old = old[:, :width] if old is not None and old.shape[-1] >= width else None
+    real = ids >= 0
+    if not bool(real.all()):  # padding rows (v1 trainer): no tokens, not responses
+        if not bool(real.any()):
+            return
+        out = _rows(out, real.to(out.response_mask.device))
+        ids, tokens = ids[real], None if tokens is None else tokens[real]
+        old = None if old is None else old[real]
     epoch = step.seen.get(int(ids[0]), 0)
     for i in ids.tolist():
         step.seen[i] = step.seen.get(i, 0) + 1
-    tokens = data["responses"]
-    tokens = tokens.to_padded_tensor(0) if getattr(tokens, "is_nested", False) else tokens
-    width = out.response_mask.shape[-1]
-    tokens = tokens[:, :width] if tokens.shape[-1] >= width else None
-    old = data.get("old_log_probs", None)
-    old = old.to_padded_tensor(0.0) if old is not None and getattr(old, "is_nested", False) else old
-    old = old[:, :width] if old is not None and old.shape[-1] >= width else None
     step.acc.add_update(out, response_ids=ids, token_ids=tokens, old_log_prob=old, epoch=epoch)
+
+
+def _rows(out, keep):
+    """ObjectiveOutput `out` restricted to rows `keep`: every (B, ...) tensor, branches included."""
+    import dataclasses
+
+    import torch
+
+    from dhpo_suite.train.objectives.output import Branch
+
+    def pick(v):
+        return v[keep] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == keep.shape[0] else v
+
+    branches = {name: Branch(pick(b.ratio), b.low, b.high, pick(b.outside_low), pick(b.outside_high),
+                             pick(b.binding_low), pick(b.binding_high)) for name, b in out.branches.items()}
+    fields = {f.name: pick(getattr(out, f.name)) for f in dataclasses.fields(out) if f.name != "branches"}
+    return dataclasses.replace(out, branches=branches, **fields)
 
 
 def _gather(acc, group):

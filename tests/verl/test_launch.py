@@ -1,0 +1,155 @@
+"""The path a user runs: `dhpo-suite train --backend verl` -> Hydra -> Ray (local) -> verl 0.9.1's v1 trainer
+(TransferQueue) -> FSDP2 actor with the plugin's loss -> reward from the project's grader -> run directory.
+
+On CPU (VERL_PLATFORM=cpu, cpu_platform.py) with the tiny model, 2 prompts x 2 responses of at most 16 tokens.
+Nothing of verl is replaced: rollouts come from the CPU rollout server registered through verl's
+RolloutReplicaRegistry, which loads the actor's weights after every step.
+
+- dhpo-e runs `--steps 2` to the end: both steps' telemetry (per-branch clip fractions, entropy, w, reward),
+  the final checkpoint exported into the run directory, manifest `completed`; the data holds 2 problems for
+  2 prompts per step, so the run also needs the epoch fix (1 step per epoch, 2 steps).
+- grpo (a baseline) runs `--steps 3` and gets SIGTERM once step 2 is written: the manifest says
+  `interrupted` and every process the launch started (verl's driver, Ray, its workers) is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dhpo_suite.runs import RunReader, read_manifest
+from dhpo_suite.train.verl_backend.reward import compute_score
+
+pytestmark = pytest.mark.slow
+
+# One answer for every problem: a recorded response can be re-graded without knowing its prompt.
+PROBLEMS = [{"problem": f"What is {a} + {b}?", "answer": "5"} for a, b in ((2, 3), (4, 1), (0, 5))]
+SMALL = [  # the smallest run that is still verl's: 2 prompts x 2 responses, 16 tokens, one CPU "GPU"
+    "trainer.n_gpus_per_node=1", "trainer.nnodes=1", "data.train_batch_size=2", "actor_rollout_ref.rollout.n=2",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4", "data.max_prompt_length=256",
+    "data.max_response_length=16", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1024",
+    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=1024", "actor_rollout_ref.rollout.max_model_len=272",
+    "actor_rollout_ref.actor.optim.lr_warmup_steps=0", "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+    "+actor_rollout_ref.actor.policy_loss.telemetry.top_k=4", "+actor_rollout_ref.actor.policy_loss.telemetry.n_samples=4",
+]
+TIMEOUT = 900
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("verl-data")
+    src = root / "problems.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
+    subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "data", "prepare", str(src), "--out", str(root / "data"),
+                    "--val-size", "1"], check=True, capture_output=True, timeout=300)
+    return root / "data"
+
+
+def _command(algo: str, steps: int, run_dir: Path, data: Path, model: Path) -> list[str]:
+    return [sys.executable, "-m", "dhpo_suite.cli", "train", "--backend", "verl", "--algo", algo,
+            "--preset", "qwen3-1.7b", "--steps", str(steps), "--out", str(run_dir),
+            f"data.train_files={data / 'train.parquet'}", f"data.val_files={data / 'val.parquet'}",
+            f"actor_rollout_ref.model.path={model}", *SMALL]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "VERL_PLATFORM": "cpu", "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture(scope="module")
+def dhpo_e_run(tmp_path_factory, tiny_model_dir, data_dir):
+    run_dir = tmp_path_factory.mktemp("verl-launch") / "dhpo-e"
+    log = run_dir.parent / "launch.log"
+    with open(log, "w") as f:
+        code = subprocess.run(_command("dhpo-e", 2, run_dir, data_dir, tiny_model_dir), env=_env(), stdout=f,
+                              stderr=subprocess.STDOUT, timeout=TIMEOUT).returncode
+    assert code == 0, log.read_text()[-6000:]
+    return run_dir
+
+
+def test_two_real_steps_through_verls_v1_trainer(dhpo_e_run):
+    reader = RunReader(dhpo_e_run)
+    assert reader.steps() == [1, 2]
+    scalars = reader.scalars()
+    for _, row in scalars.iterrows():
+        assert row["responses/count"] == 4 and row["groups/count"] == 2  # 2 prompts x 2 responses
+        assert 0 < row["w/mean"] < 1 and math.isfinite(row["entropy/mean"])  # DHPO-E's entropy-guided w
+        assert math.isfinite(row["reward/mean"]) and 0 <= row["reward/mean"] <= 1  # from rm_scores
+        assert 1 <= row["length/mean"] <= 16
+        for branch in ("token", "sequence", "mixed"):  # per-branch clip fractions
+            for side in ("outside_low", "outside_high", "binding"):
+                assert 0 <= row[f"clip/{branch}/{side}"] <= 1, (branch, side)
+        # A random model seldom answers: the grader gives 0 to all four, GRPO advantages are 0 and so is the
+        # gradient. Updates that move weights are checked at the worker (test_worker.py, given rewards).
+        assert row["grad_norm"] >= 0 and row["lr"] > 0
+    m = reader.manifest
+    assert (m.status, m.backend, m.algorithm) == ("completed", "verl", "dhpo-e")
+    assert m.config["trainer"]["total_epochs"] == 2  # 1 step per epoch here: the epoch bound must not stop it
+
+
+def test_rewards_are_the_graders_verdicts(dhpo_e_run, tiny_model_dir):
+    # Each recorded response's reward is what the project's grader says of its decoded text (verl's reward
+    # loop decodes without special tokens and calls reward.compute_score).
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    reader = RunReader(dhpo_e_run)
+    for step in (1, 2):
+        samples = reader.samples(step)
+        assert len(samples) == 4
+        for _, s in samples.iterrows():
+            text = tok.decode(list(s["token_id"]), skip_special_tokens=True)
+            assert s["reward"] == compute_score("problems", text, "5")["score"], text
+
+
+def test_final_checkpoint_is_exported_and_loads(dhpo_e_run):
+    ckpts = RunReader(dhpo_e_run).checkpoints()
+    assert list(ckpts) == [2]
+    from transformers import AutoModelForCausalLM
+
+    assert AutoModelForCausalLM.from_pretrained(ckpts[2]).config.model_type == "qwen3"
+
+
+def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_dir):
+    run_dir = tmp_path / "grpo"
+    log = open(tmp_path / "launch.log", "w")
+    proc = subprocess.Popen(_command("grpo", 3, run_dir, data_dir, tiny_model_dir), env=_env(), stdout=log,
+                            stderr=subprocess.STDOUT)
+    launched: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while not (run_dir / "scalars" / "step-000002.parquet").exists():
+            assert proc.poll() is None, (tmp_path / "launch.log").read_text()[-6000:]
+            assert time.monotonic() < deadline, "step 2 never came"
+            for p in psutil.Process(proc.pid).children(recursive=True):  # the driver, Ray, its workers
+                launched.setdefault(p.pid, p)
+            time.sleep(1)
+        for p in psutil.Process(proc.pid).children(recursive=True):
+            launched.setdefault(p.pid, p)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    assert len(launched) > 5  # driver + Ray's processes + verl's workers
+    alive = [p for p in launched.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, [" ".join(p.cmdline()[:3]) for p in alive]
+    m = read_manifest(run_dir)
+    assert m.status == "interrupted" and "SIGTERM" in m.error
+    reader = RunReader(run_dir)
+    assert reader.steps()[:2] == [1, 2]  # the baseline's two real steps, read back
+    row = reader.scalars().iloc[1]
+    assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
+    assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
+    assert reader.manifest.algorithm == "grpo"
