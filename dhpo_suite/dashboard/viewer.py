@@ -106,7 +106,8 @@ def outlier_rows(ctx: controls.Context, run: str, step: int, branches: list[str]
     st.markdown(f"#### The response of outlier ⟦{o['context'].split('⟦')[1].split('⟧')[0]}⟧ "
                 f"({o['branch']} branch, position {o['position']})")
     if match.empty:
-        st.info(f"Response #{o['response_id']} was not recorded at step {step} (runs written before outlier "
-                "responses were recorded keep only the sampled responses).")
+        st.info(f"Response #{o['response_id']} was not recorded at step {step}: a step keeps the responses of "
+                "its farthest outliers only (TelemetrySpec.outlier_responses, default 16), and runs written before "
+                "outlier responses were recorded keep only the sampled responses.")
         return
     responses(ctx, run, step, f"{key}_open", rows=match.head(1), mark=int(o["position"]))

@@ -20,6 +20,8 @@ WHY_ROWS = (
     ("groups without signal (%)", ("groups/all_correct_frac", "groups/all_wrong_frac")),
 )
 """The rows of the "why" figure: (y title, metrics); several metrics in a row differ by dash."""
+_CLICKABLE = ("entropy/mean", "length/mean")
+"""Rows whose points can be clicked (markers drawn)."""
 _DASH = {"clip/token/binding": "solid", "clip/sequence/binding": "dot", "clip/mixed/binding": "dash",
          "groups/all_correct_frac": "solid", "groups/all_wrong_frac": "dash"}
 _SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence clip",
@@ -30,7 +32,8 @@ _SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence
 def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
     """Did it collapse, when, why: entropy, length, binding clip per branch, KL and all-correct / all-wrong
     groups on one shared step axis (one row each, WHY_ROWS), each run's collapse step marked across all rows.
-    Points are clickable (the page opens the clicked step's tokens and responses)."""
+    The points of the entropy and length rows are clickable (the page opens the clicked step's tokens and
+    responses)."""
     rows = [(title, [m for m in metrics if m in frame.columns and frame[m].notna().any()]) for title, metrics in WHY_ROWS]
     rows = [(t, ms) for t, ms in rows if ms]
     if not rows:
@@ -46,7 +49,9 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
                     continue
                 label = _SHORT.get(m, m)
                 traces.append(go.Scatter(
-                    x=x, y=g[m].to_numpy(), mode="lines+markers", marker=dict(size=3), name=run, legendgroup=run,
+                    x=x, y=g[m].to_numpy(), name=run, legendgroup=run,
+                    # Streamlit selects markers only; on every row they would cost ~8000 SVG nodes to draw
+                    mode="lines+markers" if m in _CLICKABLE else "lines", marker=dict(size=3),
                     showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=_DASH.get(m, "solid")),
                     meta=m, hovertemplate=f"{run} · {label} = %{{y:.4~{'%' if 'frac' in m or 'clip' in m else 'g'}}}"
                                           "<extra></extra>"))
@@ -62,7 +67,8 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
             fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2))
             fig.add_annotation(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
                                xanchor="left", yanchor="bottom", font=dict(color=colors[run]))
-    fig.update_xaxes(title_text="training step (click a point: its tokens and responses open below)", row=len(rows))
+    fig.update_xaxes(title_text="training step (click a point of the entropy or length row: that step opens below)",
+                     row=len(rows))
     fig.update_layout(title=f"Collapse: when and why · {styles}", height=170 * len(rows) + 120,
                       # "closest": a click reports the point under the cursor (unified hover reports another run's)
                       margin=dict(t=80, b=50, l=70, r=10), hovermode="closest", hoverlabel=dict(namelength=-1),
