@@ -44,7 +44,7 @@ DISTRIBUTION_OPTIONAL = ("low", "high")
 
 
 def trust_region(low: float | None, high: float | None) -> tuple[float | None, float | None]:
-    """(low, high) with an unbounded side as None: low <= 0 (CISPO's ε_low = 1) and high = inf have no edge."""
+    """(low, high) with an unbounded side as None: low <= 0 (CISPO's ε_low ≥ 1) and high = inf have no edge."""
     lo = None if low is None or not low > 0 else float(low)
     hi = None if high is None or not np.isfinite(high) else float(high)
     return lo, hi

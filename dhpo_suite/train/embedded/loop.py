@@ -1,7 +1,7 @@
 """The embedded RL loop, top to bottom. One step:
 
     prompts  = prompts_per_step training problems (seeded by (seed, step))
-    rollout  = G temperature-1.0 samples per prompt                      rollout.sample
+    rollout  = G samples per prompt at --temperature                     rollout.sample
     rewards  = shared grader: 1 if the \\boxed{} answer is right else 0  reward.grade_rewards
     Â        = group-normalised rewards (eq. 1)                           objectives.group_advantages
     log π_old = per-token log-probs before the update                     update.old_logprobs
