@@ -39,7 +39,7 @@ _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
 _STANDALONE_RE = re.compile(  # a number not glued to a word, a fraction bar, an exponent or a subscript
-    r"(?<![\w.,^_{}\\/$-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d)"
+    r"(?<![\w.,^_{}\\/$-])-?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d)"
 )
 _INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign, not a delimiter
     r"(?<!\\)\$\$?((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
@@ -173,7 +173,7 @@ def _after_phrase(text: str) -> tuple[str, int, bool] | None:
     if len(segments) > 1 and all(_LIST_GLUE_RE.fullmatch(line[a.end() : b.start()])
                                  for a, b in zip(segments, segments[1:])):
         answer = ", ".join(_math_content(m) for m in segments)  # `$2$ and $3$`: both are the answer
-    answer = re.sub(r"[.;:!,\s]+$", "", answer.strip().strip("*").strip())
+    answer = re.sub(r"[.;:,\s]+$", "", answer.strip().strip("*").strip())  # `5!` keeps its factorial
     if not answer:
         return None
     return answer, last.start(), bool(math) or bool(re.search(r"\d", answer))
