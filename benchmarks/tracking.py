@@ -110,9 +110,8 @@ def overhead(root: Path, steps: int) -> None:
           f"= {100 * m.work_cpu_s / n / step:.3f} % of a step")
     print(f"W&B service process, CPU for the run:     {service.seconds:8.2f} s  "
           f"= {100 * service.seconds / n / step:.3f} % of a step (start-up and finish included)")
-    print(f"imports before the first step:            {m.preload_s:8.2f} s wall, once per run (training thread)")
-    print(f"mirror start-up (wandb.init, writers):    {m.start_s:8.2f} s wall, {m.start_cpu_s:.2f} s CPU of the "
-          f"mirror thread, once per run, beside step 1")
+    print(f"start-up before the first step:           {m.preload_s:8.2f} s wall, once per run (imports, then "
+          f"wandb.init and writers: {m.start_s:.2f} s wall, {m.start_cpu_s:.2f} s CPU on the mirror thread)")
     rest = lambda xs: statistics.median(xs[1:]) if len(xs) > 1 else float("nan")  # noqa: E731
     print(f"first step none / mirrored:               {plain[0]:8.2f} s / {mirrored[0]:.2f} s; median of the "
           f"others {rest(plain):.2f} s / {rest(mirrored):.2f} s")

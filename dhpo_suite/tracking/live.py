@@ -1,12 +1,14 @@
 """Mirrors beside a running trainer: a background thread, so a mirror can neither stop nor slow training.
 
-The trackers are imported when the mirrors are opened, before the first step (importing wandb is Python
-work that holds the GIL). The trainer calls `submit(record)` after the step is committed to the run
-directory; that only puts the record on a bounded queue (microseconds). A daemon thread starts the mirrors
-(wandb.init may wait on the network for up to its init timeout) and logs each step. A mirror that fails
-(import error, bad credentials, no network, a full disk) is reported once through `warn` and switched off;
-the others go on. If the thread falls behind by `queue_size` steps, further steps are dropped (reported
-once): the run directory has them all, and `dhpo-suite export` mirrors them afterwards.
+The mirrors start before the first step: the trackers are imported in the caller's thread, and the caller
+waits for the mirror thread to start them (at most `start_timeout`, 30 s: an online wandb.init without a
+server waits on the network for its init timeout, and training goes on meanwhile). Both are Python work
+holding the GIL, which beside a step slows it. The trainer calls `submit(record)` after the step is
+committed to the run directory; that only puts the record on a bounded queue (microseconds); the daemon
+thread logs each step. A mirror that fails (import error, bad credentials, no network, a full disk) is
+reported once through `warn` and switched off; the others go on. If the thread falls behind by `queue_size`
+steps, further steps are dropped (reported once): the run directory has them all, and `dhpo-suite export`
+mirrors them afterwards.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ class LiveMirrors:
 
     def __init__(self, run_dir: Path | str, manifest: Any, names: Sequence[str], *,
                  warn: Callable[[str], None], table_every: int = 10, queue_size: int = 64,
-                 close_timeout: float = 120.0, make: Callable[[str], Any] | None = None):
+                 close_timeout: float = 120.0, start_timeout: float = 30.0,
+                 make: Callable[[str], Any] | None = None):
         self.run_dir, self.manifest, self.names = Path(run_dir), manifest, tuple(names)
         self.warn, self.table_every, self.close_timeout = warn, int(table_every), close_timeout
         self._make = make or (lambda name: registry.build(name, self.run_dir))
@@ -40,6 +43,7 @@ class LiveMirrors:
         self.work_s = 0.0  # wall time the mirror thread spent logging steps
         self.work_cpu_s = 0.0  # CPU time of the mirror thread while logging steps
         self.start_s = self.start_cpu_s = 0.0  # wall / CPU time of the mirror thread starting the mirrors
+        self.preload_s = 0.0  # wall time the caller spent importing and waiting for the start (<= start_timeout)
         self.active: list[Any] = []
         self._thread = threading.Thread(target=self._run, name="dhpo-suite-mirrors", daemon=True)
         t0 = time.perf_counter()
@@ -48,9 +52,13 @@ class LiveMirrors:
                 registry.preload(name)
             except ImportError:
                 pass  # the mirror thread reports it (once) and goes on without this mirror
-        self.preload_s = time.perf_counter() - t0
+        self._started = threading.Event()
         if self.names:
             self._thread.start()
+            # wandb.init is Python work too: let it finish before the first step, unless it waits on the
+            # network (online, no server), which it then does on its own while training goes on.
+            self._started.wait(start_timeout)
+        self.preload_s = time.perf_counter() - t0
 
     def submit(self, record) -> None:
         """Hand a committed step to the mirrors; never blocks, never raises."""
@@ -99,6 +107,7 @@ class LiveMirrors:
             except BaseException as e:  # noqa: BLE001 - whatever a tracker raises, training goes on
                 self._fail(name, e)
         self.start_s, self.start_cpu_s = time.perf_counter() - t0, time.thread_time() - c0
+        self._started.set()
         while True:
             record = self._queue.get()
             if record is _STOP:

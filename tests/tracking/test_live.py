@@ -71,16 +71,20 @@ def test_no_network_does_not_block_submit(synthetic_run, monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
     monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("WANDB_INIT_TIMEOUT", "5")
+    import wandb  # noqa: F401 - imported beforehand: time the wait for the start alone
+
     warnings = []
-    mirrors = open_live(run, reader.manifest, "wandb", warn=warnings.append)
+    t0 = time.perf_counter()
+    mirrors = open_live(run, reader.manifest, "wandb", warn=warnings.append, start_timeout=0.5)
+    opened_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for r in records:
         mirrors.submit(r)
     submit_s = time.perf_counter() - t0
+    assert not warnings  # wandb.init is still trying to connect
     mirrors.close()
-    import wandb
-
     wandb.teardown()  # wandb keeps the online settings process-wide: later tests must not inherit them
+    assert opened_s < 0.5 + 2.0, opened_s  # the wait for the start is bounded by start_timeout
     assert submit_s < 0.05, submit_s  # three queue puts, while wandb.init is still trying to connect
     assert len(warnings) == 1 and "wandb mirror switched off" in warnings[0]
 
