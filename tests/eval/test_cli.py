@@ -1,6 +1,5 @@
 """`dhpo-suite eval` as users run it: SIGKILL mid-evaluation then --resume; clear errors on bad input."""
 
-import json
 import os
 import signal
 import subprocess
@@ -13,11 +12,11 @@ from typer.testing import CliRunner
 from dhpo_suite.cli import app
 from dhpo_suite.runs import eval_results as er
 
-N, SAMPLES, MAX_NEW = 16, 4, 300
+N, SAMPLES, MAX_NEW = 24, 4, 600
 
 
 def _eval_cmd(model, out):
-    """Default --batch-size (256): all 64 samples are in the engine at once; the random tiny model stops at a
+    """Default --batch-size (256): all 96 samples are in the engine at once; the random tiny model stops at a
     random token (eos ~1/512 per token), so samples finish one by one over many seconds."""
     return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arithmetic", "--model", str(model), "--out",
             str(out), "--limit", str(N), "--samples", str(SAMPLES), "--max-new-tokens", str(MAX_NEW),
@@ -25,12 +24,9 @@ def _eval_cmd(model, out):
 
 
 @pytest.mark.slow
-def test_sigkill_at_the_default_batch_size_keeps_every_finished_sample(tiny_model_dir, engine, tmp_path):
+def test_sigkill_at_the_default_batch_size_keeps_every_finished_sample(tiny_model_dir, tmp_path):
     """Samples reach the file one by one while the batch is still generating (not when 256 have finished),
-    so a SIGKILL loses only requests in flight; --resume then completes with the stored ones untouched.
-    The resume uses the shared engine (same settings as the CLI's) to save a start-up."""
-    from dhpo_suite.eval.runner import EvalSettings, evaluate
-
+    so a SIGKILL loses only requests in flight. (--resume after a kill: test_end_to_end's resume test.)"""
     out = tmp_path / "res"
     path = er.samples_path(out, "arithmetic")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -47,18 +43,11 @@ def test_sigkill_at_the_default_batch_size_keeps_every_finished_sample(tiny_mode
     assert proc.poll() is None, f"finished or died before the kill: {proc.stderr.read().decode()[-2000:]}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    kept = er.read_samples(path).records
+    kept = er.read_samples(path)
     assert len(counts) >= 3, f"samples arrived in one lump, not as they finished: {counts}"
-    assert counts[-1] <= len(kept) < N * SAMPLES, "a stored sample was lost, or the kill came too late"
-
-    settings = EvalSettings(limit=N, samples=SAMPLES, max_new_tokens=MAX_NEW, grader_workers=1)
-    evaluate(engine, ["arithmetic"], out, settings, resume=True, notify=lambda m: None)
-    final = er.read_samples(path)
-    assert not final.skipped
-    assert final.records[: len(kept)] == kept  # nothing stored before the kill was redone or lost
-    assert sorted((r["problem_id"], r["sample"]) for r in final.records) == \
-        sorted((f"test-0-{i}", s) for i in range(N) for s in range(SAMPLES))
-    assert json.loads((out / er.SUMMARY).read_text())["benchmarks"]["arithmetic"]["n_problems"] == N
+    assert counts[-1] <= len(kept.records) < N * SAMPLES, "a stored sample was lost, or the kill came too late"
+    assert len({(r["problem_id"], r["sample"]) for r in kept.records}) == len(kept.records)
+    assert all(r["status"] in ("ok", "no_answer") and r["n_tokens"] >= 1 for r in kept.records)
 
 
 @pytest.mark.parametrize("args, message", [
