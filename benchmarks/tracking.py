@@ -1,10 +1,11 @@
 """Mirroring cost (TensorBoard + W&B offline) beside the embedded trainer, and a 1000-step export.
 
     .venv/bin/python benchmarks/tracking.py               # ~5-10 min on 2 shared cores
-    .venv/bin/python benchmarks/tracking.py --steps 3 --export-steps 200   # quicker
+    .venv/bin/python benchmarks/tracking.py --steps 3 --repeats 1 --export-steps 200   # quicker
 
 1. Overhead, side by side in one process: the default tiny-model run trained for N steps with
-   `logger="none"` and again with `logger="tensorboard,wandb"` (same seed, same steps). For the mirrored run
+   `logger="none"` and again with `logger="tensorboard,wandb"` (same seed, same steps), alternating
+   `--repeats` times. For the mirrored run
    the mirrors' own timers give the training thread's cost (`submit`, a queue put) and the mirror thread's
    wall and CPU time per step, each as a fraction of the training step (rollout + reward + update +
    telemetry, the trainer's own `time/*_s` columns). The step-time difference between the two runs is
@@ -88,34 +89,46 @@ def train_run(out: Path, steps: int, logger: str, spies: list) -> list[float]:
     return [float(sum(row[c] for c in STEP_COLUMNS)) for _, row in frame.iterrows()]
 
 
-def overhead(root: Path, steps: int) -> None:
+def overhead(root: Path, steps: int, repeats: int) -> None:
+    """Runs alternate none / mirrored (`repeats` pairs), so that drifting load hits both alike."""
+    plain: list[float] = []
+    mirrored: list[float] = []
     spies: list = []
-    plain = train_run(root / "runs" / "plain", steps, "none", [])
-    with ServiceCPU() as service:
-        mirrored = train_run(root / "runs" / "mirrored", steps, "tensorboard,wandb", spies)
-    m = spies[0]
-    step = statistics.mean(mirrored)
+    service_s = 0.0
+    for i in range(repeats):
+        plain += train_run(root / "runs" / f"plain-{i}", steps, "none", [])
+        with ServiceCPU() as service:
+            mirrored += train_run(root / "runs" / f"mirrored-{i}", steps, "tensorboard,wandb", spies)
+        service_s += service.seconds
     n = len(mirrored)
-    print(f"\n## overhead: default tiny run, {n} steps each, logger none vs tensorboard,wandb (offline)")
+    step = statistics.mean(mirrored)
+    submit = sum(m.submit_s for m in spies)
+    work = sum(m.work_s for m in spies)
+    work_cpu = sum(m.work_cpu_s for m in spies)
+    m = spies[-1]
+    first = lambda xs: [xs[k * steps] for k in range(repeats)]  # noqa: E731
+    later = lambda xs: [x for k, x in enumerate(xs) if k % steps]  # noqa: E731
+    print(f"\n## overhead: default tiny run, {repeats} x (logger none, then tensorboard,wandb offline), "
+          f"{steps} steps each")
     print(f"training step, logger none:               {statistics.mean(plain):8.3f} s  (per-step: "
           f"{', '.join(f'{x:.2f}' for x in plain)})")
     print(f"training step, tensorboard+wandb:         {step:8.3f} s  (per-step: "
           f"{', '.join(f'{x:.2f}' for x in mirrored)})")
-    print(f"difference (noise on a shared machine):   {100 * (step / statistics.mean(plain) - 1):+8.2f} %")
-    print(f"training thread, submit per step:         {1e6 * m.submit_s / n:8.1f} us  "
-          f"= {100 * m.submit_s / n / step:.4f} % of a step")
-    print(f"mirror thread, wall per step:             {1e3 * m.work_s / n:8.2f} ms  "
-          f"= {100 * m.work_s / n / step:.3f} % of a step")
-    print(f"mirror thread, CPU per step:              {1e3 * m.work_cpu_s / n:8.2f} ms  "
-          f"= {100 * m.work_cpu_s / n / step:.3f} % of a step")
-    print(f"W&B service process, CPU for the run:     {service.seconds:8.2f} s  "
-          f"= {100 * service.seconds / n / step:.3f} % of a step (start-up and finish included)")
-    print(f"start-up before the first step:           {m.preload_s:8.2f} s wall, once per run (imports, then "
+    a, b = statistics.median(later(plain)), statistics.median(later(mirrored))
+    print(f"median step after the first, none/mirror: {a:8.3f} s / {b:.3f} s ({100 * (b / a - 1):+.1f} %; "
+          f"on a shared machine mostly noise)")
+    print(f"first steps, none / mirrored:             {', '.join(f'{x:.2f}' for x in first(plain))} s / "
+          f"{', '.join(f'{x:.2f}' for x in first(mirrored))} s")
+    print(f"training thread, submit per step:         {1e6 * submit / n:8.1f} us  "
+          f"= {100 * submit / n / step:.4f} % of a step")
+    print(f"mirror thread, wall per step:             {1e3 * work / n:8.2f} ms  = {100 * work / n / step:.3f} % of a step")
+    print(f"mirror thread, CPU per step:              {1e3 * work_cpu / n:8.2f} ms  "
+          f"= {100 * work_cpu / n / step:.3f} % of a step")
+    print(f"W&B service process, CPU per run:         {service_s / repeats:8.2f} s  "
+          f"= {100 * service_s / n / step:.3f} % of a step (start-up and finish included)")
+    print(f"start-up before the first step (last run): {m.preload_s:7.2f} s wall, once per run (imports, then "
           f"wandb.init and writers: {m.start_s:.2f} s wall, {m.start_cpu_s:.2f} s CPU on the mirror thread)")
-    rest = lambda xs: statistics.median(xs[1:]) if len(xs) > 1 else float("nan")  # noqa: E731
-    print(f"first step none / mirrored:               {plain[0]:8.2f} s / {mirrored[0]:.2f} s; median of the "
-          f"others {rest(plain):.2f} s / {rest(mirrored):.2f} s")
-    print(f"steps dropped by the mirrors:             {m.dropped}")
+    print(f"steps dropped by the mirrors:             {sum(x.dropped for x in spies)}")
 
 
 def export_timing(root: Path, steps: int) -> None:
@@ -140,15 +153,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=6, help="training steps per run (overhead)")
     ap.add_argument("--export-steps", type=int, default=1000, help="steps of the exported synthetic run")
+    ap.add_argument("--repeats", type=int, default=2, help="alternating (none, mirrored) pairs of runs")
     ap.add_argument("--skip-train", action="store_true", help="export timing only")
+    ap.add_argument("--skip-export", action="store_true", help="overhead only")
     args = ap.parse_args()
     os.environ.setdefault("WANDB_MODE", "offline")  # no account, no network
     os.environ.setdefault("WANDB_SILENT", "true")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     with tempfile.TemporaryDirectory(prefix="dhpo-tracking-") as tmp:
         if not args.skip_train:
-            overhead(Path(tmp), args.steps)
-        export_timing(Path(tmp), args.export_steps)
+            overhead(Path(tmp), args.steps, args.repeats)
+        if not args.skip_export:
+            export_timing(Path(tmp), args.export_steps)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
