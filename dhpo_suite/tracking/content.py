@@ -23,10 +23,11 @@ from dhpo_suite.runs import Histogram, StepRecord
 
 __all__ = ["SAMPLE_COLUMNS", "Bins", "histograms", "manifest_config", "sample_rows", "scalars"]
 
-SAMPLE_COLUMNS = ("step", "response_id", "response", "reward", "advantage", "length", "mean_ratio", "seq_ratio")
-"""Columns of the sampled-rollout table. `mean_ratio`: the mean over the response's tokens of the ratio the
-objective used (the DHPO mix when recorded, else the token ratio); `seq_ratio`: GSPO's sequence ratio.
-The run directory stores no prompt text, so the table has no prompt column."""
+SAMPLE_COLUMNS = ("step", "response_id", "prompt", "response", "gold", "reward", "advantage", "length",
+                  "mean_ratio", "seq_ratio")
+"""Columns of the sampled-rollout table. `prompt` / `gold`: as the trainer recorded them (empty when it did
+not); `mean_ratio`: the mean over the response's tokens of the ratio the objective used (the DHPO mix when
+recorded, else the token ratio); `seq_ratio`: GSPO's sequence ratio."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,9 @@ def sample_rows(record: StepRecord) -> list[dict[str, Any]]:
         rows.append({
             "step": int(record.step),
             "response_id": int(s["response_id"]),
+            "prompt": _text(s.get("prompt")),
             "response": "".join(_values(s.get("token_text")) or []),
+            "gold": _text(s.get("gold")),
             "reward": _num(s.get("reward")),
             "advantage": _num(s.get("advantage")),
             "length": int(_num(s.get("length")) or 0),
@@ -105,6 +108,10 @@ def _first_present(row: Mapping[str, Any], keys: Iterable[str]) -> list | None:
         if v:
             return v
     return None
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else ""
 
 
 def _num(v: Any) -> float | None:

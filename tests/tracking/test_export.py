@@ -57,14 +57,15 @@ def test_wandb_offline_run_holds_the_same_history(synthetic_run, tmp_path):
     reader = RunReader(run)
     assert [s for s in sorted(history) if "samples" in history[s]] == [5, 10]
     table = readback.wandb_table(offline, history[10]["samples"])
-    assert table["columns"] == ["step", "response_id", "response", "reward", "advantage", "length", "mean_ratio",
-                                "seq_ratio"]
+    assert table["columns"] == ["step", "response_id", "prompt", "response", "gold", "reward", "advantage",
+                                "length", "mean_ratio", "seq_ratio"]
     samples = reader.samples(10).sort_values("response_id")
     assert [r[1] for r in table["data"]] == samples["response_id"].tolist()
     for row, (_, s) in zip(table["data"], samples.iterrows()):
-        assert row[2] == "".join(s["token_text"])
-        assert row[3] == pytest.approx(s["reward"]) and row[5] == s["length"]
-        assert row[6] == pytest.approx(float(s["mixed_ratio"].mean()), rel=1e-6)  # DHPO: the mix the loss used
+        assert row[2] == s["prompt"] and s["prompt"]  # synthetic runs record prompts, as the trainer does
+        assert row[3] == "".join(s["token_text"]) and row[4] == (s["gold"] or "")
+        assert row[5] == pytest.approx(s["reward"]) and row[7] == s["length"]
+        assert row[8] == pytest.approx(float(s["mixed_ratio"].mean()), rel=1e-6)  # DHPO: the mix the loss used
 
 
 def test_export_names_a_bad_target_or_run(tmp_path, synthetic_run):
