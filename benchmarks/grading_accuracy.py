@@ -9,7 +9,13 @@ prints false negatives (a correct answer refused) and false positives (a wrong a
   * the grader in this working tree,
 and the share of verdicts whose answer came from the no-marker fallback (`answer_source`).
 
-    .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--markdown]
+`--fuzz K` adds a false-positive hunt over every K-th real gold of the 7 sets: its near miss
+(`rewrites.near_miss`) and, for an integer gold g, answers that contain g but are not g (`\\frac{1}{g}`,
+`g^{2}`, `[0,g)`, `x_{g}`, `AZgA`, `g+1`, `g \\times 10^3`, `\\sqrt{g}`, `2g`, `g!`, `\\frac{g}{7}`; golds
+0, 1 and 2 are skipped there, where some of these equal g), each in six response shapes (boxed, answer
+line, `$...$` and plain text without a marker). Every acceptance is a false positive.
+
+    .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3]
 """
 
 from __future__ import annotations
@@ -61,6 +67,42 @@ def project_at(ref: str, pairs: list[list[str]]) -> list[dict]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+SHAPES = ("so we get {}.", "Therefore the value is ${}$.", "{}",
+          "Final Answer: The final answer is ${}$. I hope it is correct.",
+          "The answer is $\\boxed{{{}}}$.", "We find $x = {}$ in the end.")
+PARTS = ("\\frac{{1}}{{{g}}}", "{g}^{{2}}", "[0,{g})", "x_{{{g}}}", "AZ{g}A", "{g}+1", "{g} \\times 10^3",
+         "\\sqrt{{{g}}}", "2{g}", "{g}!", "\\frac{{{g}}}{{7}}")
+BENCHES = ("aime24", "aime25", "amc23", "gsm8k", "math500", "minerva_math", "olympiadbench")
+
+
+def fuzz(stride: int) -> None:
+    """False positives among wrong answers built from every `stride`-th real gold (see the docstring)."""
+    import re
+
+    from dhpo_suite.grading import GraderPool
+    from dhpo_suite.grading.rewrites import near_miss
+
+    bench_dir = Path(os.environ.get("DHPO_BENCHMARKS_DIR", ROOT.parent / "shared" / "benchmarks"))
+    items = []
+    for bench in BENCHES:
+        rows = [json.loads(line) for line in (bench_dir / f"{bench}.jsonl").open(encoding="utf-8")]
+        for row in rows[::stride]:
+            gold = row["answer"]
+            golds = [gold, *row.get("answer_alt", [])]
+            wrong = [near_miss(gold)]
+            if re.fullmatch(r"\d+", gold) and int(gold) > 2:
+                wrong += [part.format(g=gold) for part in PARTS]
+            items += [(shape.format(answer), golds) for answer in wrong for shape in SHAPES]
+    with GraderPool(workers=2, timeout=10.0) as pool:
+        verdicts = pool.grade_many(items)
+    accepted = [(item, v) for item, v in zip(items, verdicts) if v.correct]
+    sources = {s: sum(v.answer_source == s for _, v in accepted) for s in ("boxed", "marker", "fallback")}
+    print(f"\nfuzz: {len(items)} wrong answers from every {stride}th real gold; accepted (false positives): "
+          f"{len(accepted)} {sources}")
+    for (response, golds), v in accepted[:20]:
+        print(f"  FP gold {golds[0]!r}: {response[:100]!r} ({v.reason[:80]})")
+
+
 def errors(correct: list[bool], expected: list[bool]) -> tuple[int, int]:
     fn = sum(e and not c for c, e in zip(correct, expected))
     fp = sum(c and not e for c, e in zip(correct, expected))
@@ -72,6 +114,7 @@ def main() -> None:
     parser.add_argument("--ref", default=BEFORE_REF, help="git ref of the 'before' grader")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--show", action="store_true", help="list every case the grader gets wrong")
+    parser.add_argument("--fuzz", type=int, default=0, metavar="K", help="false-positive hunt on every K-th gold")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(project(json.load(sys.stdin))))
@@ -108,6 +151,8 @@ def main() -> None:
         for row, got, m in zip(rows, after, mv):
             if got != row[3]:
                 print(f"WRONG [{row[0]}] expected {row[3]} (math-verify {m}): gold {row[1]!r} | {row[2][:150]!r}")
+    if args.fuzz:
+        fuzz(args.fuzz)
 
 
 if __name__ == "__main__":

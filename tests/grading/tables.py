@@ -316,6 +316,7 @@ NO_MARKER = [  # responses without a box or answer phrase: the fallback must nev
     (r"\frac{1}{2}", r"The probability is 1/2", True, "plain slash fraction"),
     (r"204", r"so we get [0,204).", False, "an interval end in plain text (not `0,204`)"),
     (r"204", r"The values are 0,204 and more.", False, "`0,204` is no thousands number"),
+    (r"-2,-2", r"so we get -2,-2+1.", False, "olympiadbench 2-answer gold; a list item is no answer alone"),
     (r"42", r"so the total is 42.", True, "plain sentence, last number"),
     (r"120", r"Therefore the volume is $120$ cubic units.", True, "last math segment"),
     (r"1000.99", r"the number is not 10 which is 1,000.99", True, MV + " number extraction"),
