@@ -59,8 +59,15 @@ st.dataframe(fig.binding_summary(tables), key="outliers_summary", hide_index=Tru
              column_config={"mean ratio": st.column_config.NumberColumn(format="%.4g"),
                             "share of binding outliers": st.column_config.NumberColumn(format="percent")})
 
-st.subheader("Outlier tokens of a step")
-step = controls.step_picker(steps, "outliers_step")
-shown_branches = st.multiselect("Branches", branches, branches, key=f"outliers_branches_{'_'.join(branches)}",
-                                help="Kept per set of branches: a run with a mixed branch always offers it.")
-viewer.outlier_rows(ctx, run, step, shown_branches, "outliers")
+
+
+@st.fragment  # a step, a branch filter or a row changes only this part: the charts above are not redrawn
+def step_outliers() -> None:
+    st.subheader("Outlier tokens of a step")
+    step = controls.step_picker(steps, "outliers_step")
+    shown = st.multiselect("Branches", branches, branches, key=f"outliers_branches_{'_'.join(branches)}",
+                           help="Kept per set of branches: a run with a mixed branch always offers it.")
+    viewer.outlier_rows(ctx, run, step, shown, "outliers")
+
+
+step_outliers()
