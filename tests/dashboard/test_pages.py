@@ -72,6 +72,10 @@ def check_collapse(at, root):
     assert why["layout"]["yaxis3"]["tickformat"].endswith("%")
     # The step view below: outlier tokens and responses of the step (last one by default).
     assert at.number_input(key="collapse_step_box").value == 29
+    assert "**Sampled responses**" in texts(at) and "**Response #290**" in texts(at)  # the step's view
+    assert figures(at)[-1]["title"].startswith("Collapse: when and why")  # percentiles drawn only on request
+    at.segmented_control(key="collapse_view").set_value("Entropy percentiles").run()
+    no_errors(at)
     pct = figure(at, "Entropy percentiles · dhpo-e")
     assert trace(pct, "p50 (median)")["y"][-1] == pytest.approx(0.04)
     split = figure(at, "Token entropy at step 29")

@@ -69,30 +69,33 @@ def step_view() -> None:
         return
     step = controls.step_picker(steps, "collapse_step")
     controls.set_url(run=run)
-    tab_out, tab_resp, tab_ent = st.tabs(["Outlier tokens", "Responses", "Entropy percentiles"])
     branches = [b for b in ("token", "sequence", "mixed") if f"ratio/{b}/mean" in frame.columns]
-    with tab_out:
+    # A choice, not tabs: tabs draw every panel (hidden ones too); this draws only the one on view.
+    view = st.segmented_control("Show", ["Tokens and responses", "Entropy percentiles"], key="collapse_view",
+                                default="Tokens and responses")
+    if view != "Entropy percentiles":
+        st.markdown("**Outlier tokens**")
         viewer.outlier_rows(ctx, run, step, branches, "collapse_outliers")
-    with tab_resp:
+        st.markdown("**Sampled responses**")
         viewer.responses(ctx, run, step, "collapse_responses")
-    with tab_ent:
-        pct = prepare(frame, ["entropy/p10", "entropy/p50", "entropy/p90", "entropy/p99", "entropy/frac_below_0.01"])
-        st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct", theme=None)
-        q = st.slider("majority share", 0.5, 0.99, 0.8, 0.01, key="collapse_q")
-        hists, probs = data.histograms(ctx.path(run), [step], ["entropy"])
-        controls.show_problems(probs)
-        if step in hists:
-            edges, counts = hists[step]
-            split = fig.entropy_split(edges, counts, q)
-            st.plotly_chart(fig.entropy_split_figure(edges, counts, split, f"Token entropy at step {step}"),
-                            key="collapse_split", theme=None)
-            if split.mean_high == split.mean_high:  # not NaN: some tokens lie above the split
-                st.caption(f"The top {1 - q:.0%} of tokens (entropy > {split.threshold:.3g} nats) average "
-                           f"{split.mean_high:.3g} nats and carry {split.entropy_share_high:.0%} of the step's entropy; "
-                           f"the other {q:.0%} average {split.mean_low:.3g} nats.")
-            else:
-                st.caption(f"Every token at step {step} has entropy ≤ {split.threshold:.3g} nats: no high-entropy "
-                           "minority is left (collapsed).")
+        return
+    pct = prepare(frame, ["entropy/p10", "entropy/p50", "entropy/p90", "entropy/p99", "entropy/frac_below_0.01"])
+    st.plotly_chart(fig.entropy_percentiles(pct, run), key="collapse_pct", theme=None)
+    q = st.slider("majority share", 0.5, 0.99, 0.8, 0.01, key="collapse_q")
+    hists, probs = data.histograms(ctx.path(run), [step], ["entropy"])
+    controls.show_problems(probs)
+    if step in hists:
+        edges, counts = hists[step]
+        split = fig.entropy_split(edges, counts, q)
+        st.plotly_chart(fig.entropy_split_figure(edges, counts, split, f"Token entropy at step {step}"),
+                        key="collapse_split", theme=None)
+        if split.mean_high == split.mean_high:  # not NaN: some tokens lie above the split
+            st.caption(f"The top {1 - q:.0%} of tokens (entropy > {split.threshold:.3g} nats) average "
+                       f"{split.mean_high:.3g} nats and carry {split.entropy_share_high:.0%} of the step's entropy; "
+                       f"the other {q:.0%} average {split.mean_low:.3g} nats.")
+        else:
+            st.caption(f"Every token at step {step} has entropy ≤ {split.threshold:.3g} nats: no high-entropy "
+                       "minority is left (collapsed).")
 
 
 step_view()
