@@ -25,7 +25,8 @@ class EngineOptions:
     max_model_len: int | None = None
     """Context length (prompt + response); None: the model's own."""
     dtype: str = "auto"
-    """Weights/activations dtype ("auto" follows the checkpoint)."""
+    """Weights/activations dtype. "auto": the checkpoint's own, float32 included (vLLM's "auto" would run a
+    float32 checkpoint, such as the embedded trainer's, in bfloat16 and score it differently)."""
     gpu_memory_utilization: float = 0.9
     """Fraction of GPU memory vLLM may take (ignored on CPU)."""
     enforce_eager: bool = False
@@ -66,6 +67,18 @@ def _on_cpu() -> bool:
         return True
 
 
+def _checkpoint_dtype(model: str) -> str:
+    """"float32" for a float32 checkpoint (config.json `dtype` / `torch_dtype`), else vLLM's "auto"."""
+    import json
+    from pathlib import Path
+
+    try:
+        config = json.loads((Path(model) / "config.json").read_text())
+    except (OSError, ValueError):
+        return "auto"
+    return "float32" if str(config.get("dtype") or config.get("torch_dtype")) == "float32" else "auto"
+
+
 class Engine:
     """A loaded model: tokenizer, stop ids, context length and the vLLM engine."""
 
@@ -90,7 +103,8 @@ class Engine:
             self.generation_config = GenerationConfig.from_pretrained(self.model)
         except OSError:  # no generation_config.json: the tokenizer's eos alone
             self.generation_config = None
-        kwargs = dict(tensor_parallel_size=options.tensor_parallel_size, dtype=options.dtype, seed=options.seed,
+        self.dtype = _checkpoint_dtype(self.model) if options.dtype == "auto" else options.dtype
+        kwargs = dict(tensor_parallel_size=options.tensor_parallel_size, dtype=self.dtype, seed=options.seed,
                       enforce_eager=options.enforce_eager or cpu, max_model_len=options.max_model_len)
         if not cpu:
             kwargs["gpu_memory_utilization"] = options.gpu_memory_utilization

@@ -66,7 +66,7 @@ def _config(engine: Engine, settings: EvalSettings) -> dict:
     return {"results_version": er.RESULTS_VERSION, "model": str(model.resolve()) if model.exists() else engine.model,
             "model_fingerprint": model_fingerprint(model) if model.is_dir() else None,
             "seed": engine.options.seed, "temperature": settings.temperature, "top_p": settings.top_p,
-            "max_model_len": engine.max_model_len, "dtype": engine.options.dtype, "benches": {}}
+            "max_model_len": engine.max_model_len, "dtype": engine.dtype, "benches": {}}
 
 
 def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:

@@ -77,8 +77,9 @@ def sample_records(bench: str, problem, prompt: str, completions, verdicts) -> l
 class Sink:
     """Collects finished problems of one benchmark and stores them through `grading` into `writer`.
 
-    `bench`: its name; `grader`: the grader policy name; `batch_size`: samples handed over at once at most; `max_delay`: seconds
-    a finished sample waits at most before it is handed over (`tick()` checks, after every engine step)."""
+    `bench`: its name; `grader`: the grader policy name; `batch_size`: samples handed over at once at most;
+    `max_delay`: seconds a finished sample waits at most before it is handed over (`tick()` checks, after every
+    engine step)."""
 
     def __init__(self, grading: GradingThread, writer: er.SampleWriter, on_written: Callable[[int], None], *,
                  bench: str, grader: str | None, batch_size: int, max_delay: float = MAX_DELAY):
