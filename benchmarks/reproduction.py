@@ -230,7 +230,7 @@ def write_report(root: Path, doc: Path, figures: Path) -> str:
               "four mini-batches per rollout make it bind several times as often (table above). Exploratory "
               "single GRPO runs on seed 0 before the sweep (not part of it) at lr 5e-4 and 1e-3 made the "
               "policy drift until the training reward fell and entropy rose; the sweep uses lr 2e-4. In none of them, "
-              "over 20-60 steps, did GRPO's entropy or response length fall: the tiny model's warm start "
+              "over 20-30 steps, did GRPO's entropy or response length fall: the tiny model's warm start "
               "answers in a fixed two-line format (entropy ≈ 0.1 nats per token from the start), which "
               "leaves little to collapse. Not covered: longer runs, a harder task, and SmolLM2-135M (a 30-step "
               "SmolLM2 run takes ~40 min of this shared 2-core machine: a grid did not fit this session).", ""]
