@@ -153,3 +153,14 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
     assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
     assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
     assert reader.manifest.algorithm == "grpo"
+
+
+def test_the_dashboard_opens_the_run(dhpo_e_run, monkeypatch):
+    from dhpo_suite.dashboard.registry import PAGES
+    from tests.dashboard.dash_helpers import no_errors, open_page
+
+    for page in PAGES:
+        at = open_page(monkeypatch, dhpo_e_run.parent, page.file)
+        no_errors(at)
+        if page.file == "runs.py":
+            assert any("dhpo-e" in str(df.value) for df in at.dataframe), "the runs table does not list the run"

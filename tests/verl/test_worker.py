@@ -17,6 +17,7 @@ import pytest
 from dhpo_suite.runs import RunReader
 from dhpo_suite.train.objectives import OBJECTIVES
 from dhpo_suite.train.verl_backend.local_worker import LocalCase, run_distributed
+from dhpo_suite.train.verl_backend.presets import algorithm_settings
 
 pytestmark = pytest.mark.slow
 
@@ -87,11 +88,19 @@ def test_every_objective_trains_and_writes_a_step(sweep):
 @pytest.mark.parametrize("name", ["dhpo-e", "dhpo"])
 def test_entropy_mixing_gets_verls_entropy_of_the_same_tokens(sweep, name):
     runs, results = sweep
-    # verl's own entropy metric (ppo_loss aggregates the same model_output["entropy"], token-mean over the
-    # one mini-batch) must equal the entropy our loss and telemetry saw, token for token.
+    # verl's own entropy metric (ppo_loss aggregates the same model_output["entropy"] with actor.loss_agg_mode
+    # over the one mini-batch) must equal the entropy our loss and telemetry saw, token for token: every
+    # response is a sample, with its per-token entropy.
     (verl_entropy,) = results[name]["metrics"]["actor/entropy_loss"]
-    scalars = RunReader(runs / name).scalars().iloc[0]
-    assert scalars["entropy/mean"] == pytest.approx(verl_entropy, rel=1e-5)
+    reader = RunReader(runs / name)
+    per_response = [np.asarray(e, dtype=np.float64) for e in reader.samples(1)["entropy"]]
+    assert len(per_response) == CASE["prompts"] * 2
+    token_mean = np.concatenate(per_response).mean()
+    aggregated = {"token-mean": token_mean, "seq-mean-token-mean": np.mean([e.mean() for e in per_response])}
+    mode = algorithm_settings(name).loss_agg_mode
+    assert verl_entropy == pytest.approx(aggregated[mode], rel=1e-5), mode
+    scalars = reader.scalars().iloc[0]
+    assert scalars["entropy/mean"] == pytest.approx(token_mean, rel=1e-5)
     w = scalars["w/mean"]
     assert 0 < w < 1 and abs(w - 0.5) > 1e-3  # an entropy-dependent weight, not the constant
 

@@ -29,6 +29,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -238,7 +239,8 @@ def supervise(command: Sequence[str], grace: float = GRACE_SECONDS) -> tuple[int
             stopped.append(signum)
             _signal(proc.pid, signal.SIGINT)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    handled = (signal.SIGTERM, signal.SIGINT) if threading.current_thread() is threading.main_thread() else ()
+    previous = {s: signal.signal(s, on_signal) for s in handled}  # signals reach the main thread only
     deadline = None
     try:
         while True:

@@ -89,7 +89,8 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
     from dhpo_suite.train.verl_backend.overrides import ACTOR, MODEL, ROLLOUT, algorithm_overrides
     from dhpo_suite.train.verl_backend.presets import algorithm_settings
 
-    telemetry = {"max_response_length": case.response_len, "top_k": 8, "n_samples": 2}
+    # Every response of a step is a sample (per-token arrays in the run directory, for exact checks).
+    telemetry = {"max_response_length": case.response_len, "top_k": 8, "n_samples": case.prompts * case.group_size}
     run_dir = None if case.run_dir is None else f"{case.run_dir}/{objective}"
     if objective.startswith("verl:"):  # verl's own loss (e.g. verl:vanilla), the baseline for overhead
         out = [f"{ACTOR}.policy_loss.loss_mode={objective[5:]}", f"{ACTOR}.use_kl_loss=false"]

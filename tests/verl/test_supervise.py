@@ -1,0 +1,64 @@
+"""The launcher's stop path without verl: SIGTERM to `dhpo-suite` ends verl's driver and every process it
+started, also ones that ignore SIGINT or left the driver's session (as Ray's daemons do)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+# A stand-in for verl's driver: starts a grandchild in a new session (like Ray's raylet/gcs), writes both pids,
+# then ignores SIGINT for a while (a driver stuck in shutdown), so the grace kill and the marker sweep are needed.
+DRIVER = r"""
+import json, os, signal, subprocess, sys, time
+kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+signal.signal(signal.SIGINT, lambda *a: time.sleep(600))
+print(json.dumps({"driver": os.getpid(), "daemon": kid.pid}), flush=True)
+time.sleep(600)
+"""
+
+LAUNCHER = r"""
+import sys
+from dhpo_suite.train.verl_backend.launch import supervise
+code, stopped = supervise([sys.executable, "-c", sys.argv[1]], grace=2.0)
+print("RESULT", code, stopped, flush=True)
+"""
+
+
+def test_sigterm_ends_the_driver_and_every_marked_process():
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, DRIVER], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = json.loads(launcher.stdout.readline())
+        procs = [psutil.Process(p) for p in pids.values()]
+        assert all(p.environ().get("DHPO_SUITE_VERL_RUN") for p in procs)  # the marker reached both
+        launcher.send_signal(signal.SIGTERM)
+        out, _ = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert out.split() == ["RESULT", str(-signal.SIGKILL), str(int(signal.SIGTERM))]  # killed after the grace
+    time.sleep(0.5)
+    assert not [p.pid for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_finished_driver_leaves_nothing_behind():
+    driver = ("import json, os, subprocess, sys; kid = subprocess.Popen([sys.executable, '-c', 'import time; "
+              "time.sleep(600)'], start_new_session=True); "
+              "print(json.dumps({'daemon': kid.pid, 'marker': os.environ['DHPO_SUITE_VERL_RUN']}))")
+    out = subprocess.run([sys.executable, "-c", LAUNCHER, driver], capture_output=True, text=True, timeout=60)
+    first, last = out.stdout.splitlines()[0], out.stdout.split()[-3:]
+    assert last == ["RESULT", "0", "None"]
+    facts = json.loads(first)
+    assert not psutil.pid_exists(facts["daemon"]) or psutil.Process(facts["daemon"]).status() == psutil.STATUS_ZOMBIE
+    assert not [p for p in psutil.process_iter() if _marker(p) == facts["marker"]]
+
+
+def _marker(p) -> str | None:
+    try:
+        return p.environ().get("DHPO_SUITE_VERL_RUN")
+    except (psutil.Error, OSError):
+        return None
