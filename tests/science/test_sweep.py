@@ -49,7 +49,7 @@ def wait_for_half_done_run(out: Path, proc: subprocess.Popen, timeout: float = 2
         for run in out.glob("*-s[0-9]"):
             manifest = run / "manifest.json"
             if (run / "checkpoints" / "step-000002" / "COMPLETE").exists() and manifest.exists():
-                if json.loads(manifest.read_text())["status"] == "running":
+                if json.loads(manifest.read_text())["status"] == "running":  # written atomically
                     return run.name
         time.sleep(0.05)
     raise AssertionError("no run reached its first checkpoint in time")
@@ -66,8 +66,9 @@ def test_sweep_kill_resume_and_paired_first_rollout(tmp_path):
     while processes_writing(out) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_writing(out) == [], "a run outlived its killed sweep"
-    before = {r.name: (r / "manifest.json").stat().st_mtime_ns for r in out.glob("*-s[0-9]")
-              if json.loads((r / "manifest.json").read_text())["status"] == "completed"} if out.exists() else {}
+    manifests = [r / "manifest.json" for r in out.glob("*-s[0-9]")]  # a run killed in its warm-start has none
+    before = {m.parent.name: m.stat().st_mtime_ns for m in manifests
+              if m.exists() and json.loads(m.read_text())["status"] == "completed"}
 
     second = subprocess.run(sweep_cmd(out), capture_output=True, text=True, timeout=540)
     assert second.returncode == 0, second.stdout + second.stderr
