@@ -29,6 +29,8 @@ METRICS = {
     "grader_errors": "number of samples whose grading failed with an error (graded incorrect)",
     "skipped": "number of samples never generated (prompt longer than the context, row over the size limit); "
                "graded incorrect",
+    "fallback_share": "fraction of samples whose answer the grader found only by its no-marker fallback (no "
+                      "\\boxed{}, no answer line; docs/grading.md)",
     "n_problems": "problems evaluated",
     "n_samples": "samples per problem (k of avg@k)",
     "AVG": "the paper's average: mean over benchmarks of each benchmark's headline avg@k",
@@ -82,6 +84,8 @@ def bench_metrics(records: list[dict], n: int) -> dict:
         "grader_timeouts": sum(r["status"] == "timeout" for r in records),
         "grader_errors": sum(r["status"] == "error" for r in records),
         "skipped": sum(r["status"] in SKIP_STATUSES for r in records),
+        # answers the grader found only by its no-marker fallback (docs/grading.md): a format drift to watch
+        "fallback_share": _mean([r.get("answer_source") == "fallback" for r in records]),
         "n_problems": len(groups),
         "n_samples": n,
         "complete": len(full) == len(groups),

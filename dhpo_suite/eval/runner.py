@@ -251,7 +251,8 @@ def _regrade_file(pool, path: Path, grader: str | None, notify: Notify) -> int:
     graded = [r for r in stored.records if r["status"] not in er.SKIP_STATUSES]  # skipped: nothing to grade
     verdicts = iter(pool.grade_many([(r["response"], r["gold"], grader) for r in graded]))
     records = [r if r["status"] in er.SKIP_STATUSES else
-               {**r, "extracted": v.extracted, "correct": bool(v.correct), "status": v.status, "reason": v.reason}
+               {**r, "extracted": v.extracted, "answer_source": v.answer_source, "correct": bool(v.correct),
+                "status": v.status, "reason": v.reason}
                for r in stored.records for v in ([None] if r["status"] in er.SKIP_STATUSES else [next(verdicts)])]
     er.rewrite_samples(path, records)
     return len(records)

@@ -63,15 +63,15 @@ def skipped_records(bench: str, problem, prompt: str, samples, status: str, reas
     incorrect, counted in the summary's `skipped`, kept on --resume."""
     return [{"bench": bench, "problem_id": problem.id, "sample": s, "prompt": prompt, "response": "",
              "n_tokens": 0, "finish_reason": "skipped", "gold": list(problem.gold), "extracted": None,
-             "correct": False, "status": status, "reason": reason} for s in samples]
+             "answer_source": None, "correct": False, "status": status, "reason": reason} for s in samples]
 
 
 def sample_records(bench: str, problem, prompt: str, completions, verdicts) -> list[dict]:
     """One record per sample (dhpo_suite.runs.eval_results.SAMPLE_FIELDS)."""
     return [{"bench": bench, "problem_id": problem.id, "sample": c.sample, "prompt": prompt,
              "response": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
-             "gold": list(problem.gold), "extracted": v.extracted, "correct": bool(v.correct),
-             "status": v.status, "reason": v.reason} for c, v in zip(completions, verdicts)]
+             "gold": list(problem.gold), "extracted": v.extracted,
+             "answer_source": v.answer_source, "correct": bool(v.correct), "status": v.status, "reason": v.reason} for c, v in zip(completions, verdicts)]
 
 
 class Sink:

@@ -86,3 +86,12 @@ def test_avg_and_pass_at_k_use_the_same_first_n_samples():
     skipped = [{**_rec("b", 0, False, None, 0), "status": "prompt_too_long", "finish_reason": "skipped"}]
     m = bench_metrics(recs[:2] + skipped + [{**skipped[0], "sample": 1}], 2)
     assert (m["skipped"], m["avg@2"], m["n_problems"]) == (2, 0.25, 2)
+
+
+def test_fallback_share_counts_answers_found_without_a_marker():
+    """The grader's no-marker answers are reported as a share; records from before the field count as marked."""
+    recs = [{**_rec("p1", 0, True, "1", 5), "answer_source": "fallback"},
+            {**_rec("p1", 1, True, "1", 5), "answer_source": "boxed"},
+            {**_rec("p2", 0, False, None, 5), "answer_source": None},
+            _rec("p2", 1, False, "2", 5)]  # written before answer_source existed
+    assert bench_metrics(recs, 2)["fallback_share"] == pytest.approx(0.25)
