@@ -65,7 +65,8 @@ def test_bad_arguments_fail_with_a_clear_message(args, message):
 def test_malformed_data_file_fails_before_loading_the_model(tmp_path):
     (tmp_path / "aime24.jsonl").write_text('{"id": "1", "problem": "P", "answer": "5"}\n{"id": "2", "problem": "Q"}\n')
     (tmp_path / "config.json").write_text("{}")
-    res = CliRunner().invoke(app, ["eval", "--bench", "aime24", "--model", str(tmp_path), "--data-dir", str(tmp_path)])
+    res = CliRunner().invoke(app, ["eval", "--bench", "aime24", "--model", str(tmp_path), "--data-dir", str(tmp_path),
+                                      "--out", str(tmp_path / "results")])
     assert res.exit_code == 2
     assert "aime24.jsonl:2: field 'answer': missing" in res.output.replace("\n", "")
 
