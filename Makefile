@@ -11,7 +11,7 @@ UVPIP := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode \
 TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test browser clean-env
+.PHONY: install demo lint test browser clean-env
 
 install: $(STAMP)
 
@@ -32,7 +32,11 @@ $(STAMP): requirements/constraints.txt requirements/overrides.txt requirements/c
 demo: install
 	$(BIN)/dhpo-suite train
 
-test: install browser
+# The lint (rules and line width: pyproject.toml, [tool.ruff]) runs before the tests, with the venv's pinned ruff.
+lint: install
+	$(BIN)/ruff check .
+
+test: install lint browser
 	$(BIN)/python -m pytest
 
 # Debian's Chromium for the dashboard's end-to-end test (Playwright drives /usr/bin/chromium; it never
