@@ -2,17 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from .bins import hist_quantile
 from .records import Histogram
 
-if TYPE_CHECKING:
-    from .state import Decode, TelemetryState
+__all__ = ["build_scalars", "build_distributions", "build_outliers", "build_samples", "Decode", "MergedState"]
 
-__all__ = ["build_scalars", "build_distributions", "build_outliers", "build_samples"]
+Decode = Callable[[Sequence[int]], list[str]]
+"""Token ids -> one display string per token (e.g. tokenizer.batch_decode([[i] for i in ids]))."""
+
+
+class MergedState(Protocol):
+    """What finalisation reads of a merged `state.TelemetryState`; declared here (not imported) so that `state`,
+    which calls these builders, and this module do not import each other (tests/test_architecture.py)."""
+
+    bounds: dict[str, list]
+    counts: dict[str, int]
+    sums: dict[str, float]
+    mins: dict[str, float]
+    maxs: dict[str, float]
+    hists: dict[str, np.ndarray]
+    responses: dict[str, np.ndarray]
+    outliers: dict[str, list[dict]]
+    samples: dict[int, dict]
+    outlier_samples: dict[str, dict]
+
+    def edges(self, name: str) -> tuple[np.ndarray, np.ndarray | None]: ...
 
 _NAN = float("nan")
 
@@ -21,7 +39,7 @@ def _div(a: float, b: float) -> float:
     return float(a) / b if b else _NAN
 
 
-def build_scalars(st: "TelemetryState") -> dict[str, float]:
+def build_scalars(st: "MergedState") -> dict[str, float]:
     """Every scalar of the metric namespace that the state can define (see dhpo_suite.runs.metrics)."""
     c, s = st.counts, st.sums
     n = c.get("tokens", 0)
@@ -47,7 +65,7 @@ def build_scalars(st: "TelemetryState") -> dict[str, float]:
     return out
 
 
-def _advantage(st: "TelemetryState", n: int) -> dict[str, float]:
+def _advantage(st: "MergedState", n: int) -> dict[str, float]:
     c, s = st.counts, st.sums
     mean = s.get("adv", 0.0) / n
     var = max(s.get("adv_sq", 0.0) / n - mean * mean, 0.0)
@@ -62,7 +80,7 @@ def _advantage(st: "TelemetryState", n: int) -> dict[str, float]:
     }
 
 
-def _entropy(st: "TelemetryState") -> dict[str, float]:
+def _entropy(st: "MergedState") -> dict[str, float]:
     n = st.counts["entropy_tokens"]
     edges, _ = st.edges("entropy")
     h = st.hists["entropy"]
@@ -73,7 +91,7 @@ def _entropy(st: "TelemetryState") -> dict[str, float]:
     return out
 
 
-def _weight(st: "TelemetryState") -> dict[str, float]:
+def _weight(st: "MergedState") -> dict[str, float]:
     n = st.counts["w_tokens"]
     edges, _ = st.edges("w")
     out = {"w/mean": st.sums.get("w", 0.0) / n}
@@ -82,7 +100,7 @@ def _weight(st: "TelemetryState") -> dict[str, float]:
     return out
 
 
-def _rollout(st: "TelemetryState") -> dict[str, float]:
+def _rollout(st: "MergedState") -> dict[str, float]:
     r = st.responses
     lengths = r["length"].astype(np.float64)
     out = {"responses/count": float(len(lengths))}
@@ -109,7 +127,7 @@ def _rollout(st: "TelemetryState") -> dict[str, float]:
     return out
 
 
-def build_distributions(st: "TelemetryState") -> dict[str, Histogram]:
+def build_distributions(st: "MergedState") -> dict[str, Histogram]:
     out = {}
     for name, counts in sorted(st.hists.items()):
         x, y = st.edges(name)
@@ -130,7 +148,7 @@ def _texts(ids, texts, decode: "Decode | None") -> list[str] | None:
     return None
 
 
-def build_outliers(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+def build_outliers(st: "MergedState", decode: "Decode | None") -> list[dict]:
     rows = []
     for branch in sorted(st.outliers):
         for c in st.outliers[branch]:
@@ -163,11 +181,11 @@ _SAMPLE_ARRAYS = ("log_prob", "old_log_prob", "entropy", "w", "token_ratio", "se
                   "clip_token", "clip_sequence", "clip_mixed")
 
 
-def build_samples(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+def build_samples(st: "MergedState", decode: "Decode | None") -> list[dict]:
     return _sample_rows(st, sorted(st.samples.values(), key=lambda c: c["key"]), decode)
 
 
-def build_outlier_responses(st: "TelemetryState", decode: "Decode | None") -> list[dict]:
+def build_outlier_responses(st: "MergedState", decode: "Decode | None") -> list[dict]:
     """The responses outlier tokens come from, by (response id, epoch); those already among the samples (same
     response and pass) are not repeated."""
     drawn = {(int(c["response_id"]), int(c["epoch"])) for c in st.samples.values()}
@@ -175,7 +193,7 @@ def build_outlier_responses(st: "TelemetryState", decode: "Decode | None") -> li
     return _sample_rows(st, sorted(cands, key=lambda c: (c["response_id"], c["epoch"])), decode)
 
 
-def _sample_rows(st: "TelemetryState", cands: list[dict], decode: "Decode | None") -> list[dict]:
+def _sample_rows(st: "MergedState", cands: list[dict], decode: "Decode | None") -> list[dict]:
     reward = {}
     if st.responses:
         reward = dict(zip(st.responses["response_id"].tolist(), st.responses["reward"].tolist()))

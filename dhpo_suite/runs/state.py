@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -25,12 +24,11 @@ from .bins import (
     position_edges,
     weight_edges,
 )
+from .finalize import Decode, build_distributions, build_outlier_responses, build_outliers, build_samples, build_scalars
 from .records import StepRecord, trust_region
 
 __all__ = ["TelemetryState", "Decode", "outlier_order", "sample_key", "SIGNS"]
 
-Decode = Callable[[Sequence[int]], list[str]]
-"""Token ids -> one display string per token (e.g. tokenizer.batch_decode([[i] for i in ids]))."""
 SIGNS = ("pos", "neg", "zero")
 RESPONSE_FIELDS = ("response_id", "reward", "length", "truncated", "correct", "group_id")
 _MASK64 = (1 << 64) - 1
@@ -250,8 +248,6 @@ class TelemetryState:
         extra: dict[str, float] | None = None,
     ) -> StepRecord:
         """The StepRecord of the merged step. `decode` turns stored token ids into text (outliers, samples)."""
-        from .finalize import build_distributions, build_outlier_responses, build_outliers, build_samples, build_scalars
-
         scalars = build_scalars(self)
         if grad_norm is not None:
             scalars["grad_norm"] = float(grad_norm)
