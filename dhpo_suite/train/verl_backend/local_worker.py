@@ -231,16 +231,19 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
         actor = _use_objective(worker, case, objective)
         for step in range(1, case.steps + 1):
             batch, rewards, noise = _rollout(case, step, vocab)
-            before = _params(worker) if case.check_weights else None
-            _reset_peak(case.device)
-            start, cpu_start = time.perf_counter(), time.process_time()
             if case.feed == "v1":
-                cfg = compose(worker_overrides(case, objective))
-                metrics = v1_feed.train_step(worker, cfg, v1_feed.put_rollout(batch, rewards, step), noise)
+                cfg, meta = compose(worker_overrides(case, objective)), v1_feed.put_rollout(batch, rewards, step)
             else:
                 adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
                 share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
                 td = _update_inputs(worker, case, batch[share], adv[share], noise[share], actor.calculate_entropy)
+            before = _params(worker) if case.check_weights else None
+            _reset_peak(case.device)
+            start, cpu_start = time.perf_counter(), time.process_time()
+            # timed: the update (v1: the trainer's methods from old log-probs to the update, as one step)
+            if case.feed == "v1":
+                metrics = v1_feed.train_step(worker, cfg, meta, noise)
+            else:
                 metrics = _lists(worker.update_actor(td))
             _sync(case.device)
             seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
