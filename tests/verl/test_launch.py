@@ -40,7 +40,8 @@ SMALL = [  # the smallest run that is still verl's: 2 prompts x 2 responses, 16 
     "data.max_response_length=16", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1024",
     "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=1024", "actor_rollout_ref.rollout.max_model_len=272",
     "actor_rollout_ref.actor.optim.lr_warmup_steps=0", "actor_rollout_ref.model.enable_gradient_checkpointing=false",
-    "+actor_rollout_ref.actor.policy_loss.telemetry.top_k=4", "+actor_rollout_ref.actor.policy_loss.telemetry.n_samples=4",
+    "+actor_rollout_ref.actor.policy_loss.telemetry.top_k=4",
+    "+actor_rollout_ref.actor.policy_loss.telemetry.n_samples=4",
 ]
 TIMEOUT = 900
 
