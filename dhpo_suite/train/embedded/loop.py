@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -23,54 +22,16 @@ from dhpo_suite.tracking.live import open_live
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward, unmarked_share
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+from dhpo_suite.train.embedded.step_context import StepContext, StepTimer, TrainResult
 from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
 
 __all__ = ["ConfigError", "TrainResult", "step_prompts", "train", "train_step"]
 
 
-@dataclass(frozen=True)
-class TrainResult:
-    """Where the run is and what it reached."""
-
-    run_dir: Path
-    last_step: int
-    heldout_initial: float | None  # held-out reward before the first update (None when resumed past it)
-    heldout_final: float  # held-out reward after the last update
-    wall_s: float
-
-
-@dataclass
-class _Ctx:
-    """Everything a step needs (built once by `train`)."""
-
-    cfg: TrainConfig
-    task: object
-    model: object
-    tokenizer: object
-    objective: object
-    optimizer: torch.optim.Optimizer
-    scheduler: object
-    generator: torch.Generator
-    pool: object
-    problems: list[dict]
-    max_new_tokens: int
-    timer: "_Timer"
-
-
-class _Timer:
-    """Wall time per phase of the current step (telemetry's share is reported as time/telemetry_s)."""
-
-    def __init__(self) -> None:
-        self.s: dict[str, float] = {}
-
-    def add(self, name: str, t0: float) -> None:
-        self.s[name] = self.s.get(name, 0.0) + time.perf_counter() - t0
-
-
 class _TimedTelemetry:
     """Forwards to a TelemetryAccumulator, charging its time to the 'telemetry' phase."""
 
-    def __init__(self, acc, timer: _Timer) -> None:
+    def __init__(self, acc, timer: StepTimer) -> None:
         self.acc, self.timer = acc, timer
 
     def __getattr__(self, name: str):
@@ -91,7 +52,7 @@ def step_prompts(problems: list[dict], n: int, seed: int, step: int) -> list[dic
     return random.Random(f"prompts/{seed}/{step}").sample(problems, n)
 
 
-def train_step(ctx: _Ctx, step: int, acc) -> dict:
+def train_step(ctx: StepContext, step: int, acc) -> dict:
     """One RL step (rollout -> rewards -> advantages -> old log-probs -> update). Returns step facts."""
     from dhpo_suite.train.objectives import group_advantages
 
@@ -122,7 +83,7 @@ def train_step(ctx: _Ctx, step: int, acc) -> dict:
             "lr": ctx.scheduler.get_last_lr()[0]}
 
 
-def _extra(timer: _Timer, facts: dict, cfg: TrainConfig) -> dict:
+def _extra(timer: StepTimer, facts: dict, cfg: TrainConfig) -> dict:
     s = timer.s
     update_tokens = facts["tokens"] * cfg.ppo_epochs
     return {"time/rollout_s": s.get("rollout", 0.0), "time/reward_s": s.get("reward", 0.0),

@@ -23,6 +23,7 @@ _RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "ch
 def run_dir_for(cfg: TrainConfig) -> Path:
     """The run directory: --out, or runs/<algo>-<task>-<UTC time>. A new run never reuses a directory
     (an empty one is fine); --resume needs one that holds a run."""
+    from dhpo_suite.runs.format import MANIFEST, manifest_path
     from dhpo_suite.runs.lock import LOCK_FILE
 
     if cfg.out is not None:
@@ -32,9 +33,9 @@ def run_dir_for(cfg: TrainConfig) -> Path:
     if out.exists() and not out.is_dir():
         raise ConfigError("out", f"{out} is a file, not a run directory")
     if cfg.resume:
-        if not (out / "manifest.json").is_file():
-            raise ConfigError("resume", f"{out}: no run to resume (manifest.json missing)")
-    elif (out / "manifest.json").exists():
+        if not manifest_path(out).is_file():
+            raise ConfigError("resume", f"{out}: no run to resume ({MANIFEST} missing)")
+    elif manifest_path(out).exists():
         raise ConfigError("out", f"{out} already holds a run; pass --resume to continue it or choose another --out")
     elif out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise ConfigError("out", f"{out} exists and is not a run directory; a new run never reuses a directory "
@@ -141,7 +142,7 @@ def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
     run's recorded figures, mark it completed if a kill left it "running", and return its TrainResult;
     otherwise None."""
     from dhpo_suite.runs import RunReader, RunWriter, read_manifest
-    from dhpo_suite.train.embedded.loop import TrainResult
+    from dhpo_suite.train.embedded.step_context import TrainResult
 
     if not cfg.resume:
         return None
@@ -220,7 +221,7 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None], las
     from dhpo_suite.runs import Manifest, TelemetrySpec
     from dhpo_suite.tasks import get_task
     from dhpo_suite.train.embedded import checkpoint as ckpt
-    from dhpo_suite.train.embedded.loop import _Ctx, _Timer
+    from dhpo_suite.train.embedded.step_context import StepContext, StepTimer
     from dhpo_suite.train.objectives import get_objective
 
     task = get_task(cfg.task)
@@ -239,8 +240,8 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None], las
         start = ckpt.load_trainer_state(last.state, optimizer, scheduler, generator) + 1
         log(f"resuming from {last.path} (step {start - 1})")
     problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
-    ctx = _Ctx(cfg, task, model, tokenizer, objective, optimizer, scheduler, generator, pool, problems, max_new,
-               _Timer())
+    ctx = StepContext(cfg, task, model, tokenizer, objective, optimizer, scheduler, generator, pool, problems,
+                      max_new, StepTimer())
     spec = TelemetrySpec(max_response_length=max_new)
     manifest = Manifest(algorithm=cfg.algo, hparams={**objective.hparams, "lr": cfg.lr, "group_size": cfg.group_size,
                                                      "prompts_per_step": cfg.prompts_per_step,
