@@ -40,6 +40,7 @@ __all__ = [
     "shard_samples_path",
     "bench_sample_files",
     "read_bench_samples",
+    "has_samples",
     "write_json_atomic",
     "read_json",
     "checkpoint_eval_dir",
@@ -75,6 +76,11 @@ def bench_sample_files(eval_dir: Path | str, bench: str) -> list[Path]:
     """Every samples file of `bench` in `eval_dir`: the main file and any data-parallel shards."""
     main = samples_path(eval_dir, bench)
     return ([main] if main.exists() else []) + sorted(Path(eval_dir).glob(f"{bench}.samples.shard*of*.jsonl"))
+
+
+def has_samples(eval_dir: Path | str) -> bool:
+    """True when `eval_dir` holds any samples file (any benchmark, main file or shard): stored results."""
+    return any(Path(eval_dir).glob("*.samples*.jsonl"))
 
 
 def read_bench_samples(eval_dir: Path | str, bench: str) -> "SamplesRead":

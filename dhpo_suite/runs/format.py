@@ -5,6 +5,7 @@ Only this module knows where files live; the writer, the reader and the evaluato
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,9 @@ __all__ = [
     "RunFormatError",
     "Problem",
     "step_file",
+    "manifest_path",
     "checkpoint_path",
+    "complete_checkpoints",
     "checkpoint_marker",
     "is_checkpoint_complete",
     "parse_step_file",
@@ -70,9 +73,29 @@ def parse_step_file(path: Path) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
+def manifest_path(run_dir: Path | str) -> Path:
+    """`<run_dir>/manifest.json`: its presence is what makes a directory a run directory."""
+    return Path(run_dir) / MANIFEST
+
+
 def checkpoint_path(run_dir: Path | str, step: int) -> Path:
     """`checkpoints/step-{step:06d}/`: a normal Hugging Face model directory written by the trainer."""
     return Path(run_dir) / CHECKPOINTS / f"step-{int(step):06d}"
+
+
+def complete_checkpoints(run_dir: Path | str) -> dict[int, Path]:
+    """{step: path} of the run's checkpoints whose COMPLETE marker exists (half-written ones are left out), by
+    step; {} when the run has no checkpoints folder."""
+    try:
+        names = [n for n in os.listdir(Path(run_dir) / CHECKPOINTS) if not n.startswith(".")]
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for name in names:
+        p = Path(run_dir) / CHECKPOINTS / name
+        if name.startswith("step-") and name[5:].isdigit() and is_checkpoint_complete(p):
+            out[int(name[5:])] = p
+    return dict(sorted(out.items()))
 
 
 def checkpoint_marker(checkpoint_dir: Path | str) -> Path:

@@ -18,12 +18,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .format import (
-    CHECKPOINTS,
     MANIFEST,
     SCALARS_COMPACT,
     Problem,
     RunFormatError,
-    is_checkpoint_complete,
+    complete_checkpoints,
     parse_step_file,
     step_file,
 )
@@ -212,11 +211,7 @@ class RunReader:
     # ---- checkpoints ----
     def checkpoints(self) -> dict[int, Path]:
         """{step: path} of checkpoints whose COMPLETE marker exists (half-written ones are left out)."""
-        out = {}
-        for p in _listdir(self.run_dir / CHECKPOINTS):
-            if p.name.startswith("step-") and p.name[5:].isdigit() and is_checkpoint_complete(p):
-                out[int(p.name[5:])] = p
-        return dict(sorted(out.items()))
+        return complete_checkpoints(self.run_dir)
 
     def _problem(self, path: Path, reason: str) -> None:
         p = Problem(Path(path), reason)
