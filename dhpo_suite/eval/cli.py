@@ -18,7 +18,7 @@ BenchOpt = typer.Option("all", "--bench", "-b", help="all (the paper's 7), a nam
 def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None) -> list[tuple[str, str, Path]]:
     """(label, model dir, results dir) for --model or for each selected checkpoint of --run."""
     from dhpo_suite.runs import eval_results as er
-    from dhpo_suite.runs.format import checkpoint_path, is_checkpoint_complete
+    from dhpo_suite.runs.format import CHECKPOINTS, checkpoint_path, complete_checkpoints
 
     if (model is None) == (run is None):
         raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
@@ -27,12 +27,9 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
 
         _check_model_dir(model, "--model")
         return [(model.name, str(model), out or default_out_dir(model))]
-    ckpt_root = run / "checkpoints"
-    found = sorted(int(p.name[5:]) for p in ckpt_root.glob("step-*") if p.name[5:].isdigit()) \
-        if ckpt_root.is_dir() else []
-    found = [s for s in found if is_checkpoint_complete(checkpoint_path(run, s))]
+    found = list(complete_checkpoints(run))
     if not found:
-        raise typer.BadParameter(f"--run: no complete checkpoints under {ckpt_root}")
+        raise typer.BadParameter(f"--run: no complete checkpoints under {run / CHECKPOINTS}")
     chosen = found[-1:] if steps == "last" else found if steps == "all" else [int(s) for s in steps.split(",")]
     missing = sorted(set(chosen) - set(found))
     if missing:
@@ -214,12 +211,13 @@ def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict
     from dhpo_suite.eval.benchmarks import load_problems
     from dhpo_suite.eval.parallel import run_workers
     from dhpo_suite.eval.runner import summarize_dir
+    from dhpo_suite.runs import eval_results as er
 
     try:
         for name in names:
             load_problems(name, settings.data_dir, settings.limit, notify=console.print)
         for _, _, results in targets:
-            if not resume and any(Path(results).glob("*.samples*.jsonl")):
+            if not resume and er.has_samples(results):
                 raise FileExistsError(f"{results}: holds results already; pass --resume to continue them")
         console.print(f"data parallel: {world} workers x {tp} GPU(s) ...")
         run_workers(sys.argv[1:], world, tp)

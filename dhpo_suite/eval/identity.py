@@ -63,6 +63,8 @@ def check_same(stored: dict, current: dict, fields, where: str, prefix: str = ""
 def default_out_dir(model_dir: Path | str, root: Path | str = "eval-results") -> Path:
     """`eval-results/<name>-<hash>`: for a training checkpoint `<run name>-step-XXXXXX`, else the model dir's
     name; `<hash>` (8 hex digits of the absolute path) keeps two models with the same names apart."""
+    from dhpo_suite.runs.format import CHECKPOINTS
+
     path = Path(model_dir).resolve()
-    name = f"{path.parents[1].name}-{path.name}" if path.parent.name == "checkpoints" else path.name
+    name = f"{path.parents[1].name}-{path.name}" if path.parent.name == CHECKPOINTS else path.name
     return Path(root) / f"{name}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"

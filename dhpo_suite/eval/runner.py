@@ -72,7 +72,7 @@ def _config(engine: Engine, settings: EvalSettings) -> dict:
 def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
     """config.json of `out_dir`: new, or the stored one (checked field by field) when resuming."""
     path = out_dir / er.CONFIG
-    has_samples = any(out_dir.glob("*.samples*.jsonl"))
+    has_samples = er.has_samples(out_dir)
     if path.exists() and has_samples:
         if not resume:
             raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
@@ -89,7 +89,7 @@ def precheck(out_dir: Path | str, model_dir: Path | str, resume: bool) -> None:
     and content fingerprint). Raises FileExistsError / IdentityMismatch (one line naming the field)."""
     out_dir, model = Path(out_dir), Path(model_dir)
     path = out_dir / er.CONFIG
-    if not path.exists() or not any(out_dir.glob("*.samples*.jsonl")):
+    if not path.exists() or not er.has_samples(out_dir):
         return
     if not resume:
         raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
