@@ -1,0 +1,240 @@
+"""The package's shape (docs/architecture.md), read from the source with `ast`: no import cycles, who may import
+whom, and the run-directory layout named only in `dhpo_suite/runs/`.
+
+Every import counts: module level, inside functions and under `if TYPE_CHECKING:` — a cycle through a function
+body is still two modules that cannot be understood (or moved) one without the other.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "dhpo_suite"
+
+# Cycles that exist today inside directories other engineers are rewriting (issue 17); each is a strongly connected
+# component of the module graph, listed whole. Remove an entry once its cycle is gone. Nothing else may cycle.
+ALLOWED_CYCLES = [
+    # The verl backend: hooks -> rank_telemetry -> policy_loss -> hooks, registration <-> policy_loss (issue 17,
+    # point 4: one seam module and one state object are to replace this).
+    {
+        "dhpo_suite.train.verl_backend.hooks",
+        "dhpo_suite.train.verl_backend.policy_loss",
+        "dhpo_suite.train.verl_backend.rank_telemetry",
+        "dhpo_suite.train.verl_backend.registration",
+    },
+]
+
+# Run-directory names and globs written outside dhpo_suite/runs/, in directories this change did not edit
+# (verl backend, dashboard, sweeps): {file: number of occurrences}. Each should ask runs' API instead
+# (runs.format.manifest_path / complete_checkpoints, runs.eval_results.has_samples, runs.list_runs).
+ALLOWED_LAYOUT_NAMES = {
+    "dhpo_suite/dashboard/data.py": 3,  # mtime of manifest.json, list_runs' walk, a "checkpoints" column name
+    "dhpo_suite/train/sweep.py": 2,  # "is the cell's run started" = manifest.json exists
+    "dhpo_suite/train/verl_backend/launch.py": 1,  # resume = manifest.json exists
+    "dhpo_suite/train/verl_backend/rank_telemetry.py": 1,  # resume = manifest.json exists
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def _owner(name: str) -> str | None:
+    """The package module that `import name` loads last: `a.b.c` -> `a.b` when `c` is an attribute of `a.b`."""
+    mods = _modules()
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@cache
+def _imports(module: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(dhpo_suite modules, top-level third-party names) that `module` imports anywhere in its body."""
+    path = _modules()[module]
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    inside, outside = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(here[: len(here) - node.level + 1] + [node.module or ""]) if node.level else node.module
+            base = (base or "").strip(".")
+            # `from pkg import sub` imports the submodule `pkg.sub`; `from mod import name` imports `mod`.
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in _modules() else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] == "dhpo_suite":
+                inside.add(_owner(name))
+            else:
+                outside.add(name.split(".")[0])
+    inside.discard(module)
+    inside.discard(None)
+    return frozenset(inside), frozenset(outside)
+
+
+def _graph() -> dict[str, frozenset[str]]:
+    return {m: _imports(m)[0] for m in _modules()}
+
+
+def _cycles(graph: dict[str, frozenset[str]]) -> list[set[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(comp)
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph)))
+    try:
+        for v in graph:
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def _area(prefix: str) -> list[str]:
+    return [m for m in _modules() if m == prefix or m.startswith(prefix + ".")]
+
+
+def _reach(starts: list[str]) -> set[str]:
+    seen, todo = set(starts), list(starts)
+    while todo:
+        for w in _imports(todo.pop())[0]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def _imports_outside(prefix: str) -> dict[str, set[str]]:
+    """{module of `prefix`: the dhpo_suite modules outside `prefix` it imports}."""
+    own = set(_area(prefix))
+    return {m: set(_imports(m)[0]) - own for m in own if set(_imports(m)[0]) - own}
+
+
+# ---- the cycle finder itself, on graphs whose answer is known ----
+
+def test_cycle_finder_finds_known_cycles():
+    g = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"}),
+         "e": frozenset({"f"}), "f": frozenset({"e"}), "g": frozenset()}
+    assert sorted(map(sorted, _cycles(g))) == [["a", "b", "c"], ["e", "f"]]
+    assert _cycles({"a": frozenset({"b"}), "b": frozenset()}) == []
+
+
+def test_graph_sees_function_level_and_relative_imports():
+    # runs/state.py imports its siblings relatively; the embedded loop imports run_setup inside a function.
+    assert "dhpo_suite.runs.finalize" in _imports("dhpo_suite.runs.state")[0]
+    assert "dhpo_suite.train.embedded.run_setup" in _imports("dhpo_suite.train.embedded.loop")[0]
+
+
+# ---- the rules ----
+
+def test_no_import_cycles():
+    unexpected = [sorted(c) for c in _cycles(_graph()) if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
+    assert unexpected == [], f"import cycles (function-level imports included): {unexpected}"
+
+
+def test_objectives_import_nothing_else_of_the_package():
+    assert _imports_outside("dhpo_suite.train.objectives") == {}
+
+
+def test_grading_is_a_leaf():
+    assert _imports_outside("dhpo_suite.grading") == {}
+
+
+def test_runs_imports_only_itself():
+    # runs.synthetic asks the objective library for each algorithm's default trust regions (ALGO_BOUNDS, computed
+    # lazily on use); that is the one way out of runs/ today.
+    assert _imports_outside("dhpo_suite.runs") == {"dhpo_suite.runs.synthetic": {"dhpo_suite.train.objectives"}}
+
+
+def test_training_backends_are_siblings():
+    embedded, verl = set(_area("dhpo_suite.train.embedded")), set(_area("dhpo_suite.train.verl_backend"))
+    assert not {m for m in embedded if _imports(m)[0] & verl}
+    assert not {m for m in verl if _imports(m)[0] & embedded}
+
+
+def test_dashboard_never_imports_torch_vllm_or_verl():
+    # Transitively, through every dhpo_suite module the dashboard's code can import (function bodies included).
+    reached = _reach(_area("dhpo_suite.dashboard"))
+    heavy = {m: sorted(_imports(m)[1] & {"torch", "vllm", "verl", "transformers"}) for m in reached}
+    assert {m: h for m, h in heavy.items() if h} == {}
+
+
+# ---- the run-directory layout ----
+
+_SAMPLES_GLOB = re.compile(r"\*[^\"']*\.samples|\.samples[^\"']*\*")
+
+
+def _layout_names(path: Path) -> list[str]:
+    """String constants that handle the run layout: a `*.samples*` glob, or `manifest.json` / `checkpoints` as a
+    whole string (a path part, a comparison); prose that mentions them (help texts, messages, docstrings) is fine."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    path_like = {id(side) for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+                 for side in (n.left, n.right)}
+    path_like |= {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) for c in [n.left, *n.comparators]}
+    path_like |= {id(k) for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys if k is not None}
+    hits = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+            if _SAMPLES_GLOB.search(n.value) or n.value == "manifest.json" or \
+                    (n.value == "checkpoints" and id(n) in path_like):
+                hits.append(n.value)
+    return hits
+
+
+def test_layout_name_finder_sees_the_forms_it_looks_for(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text('"""manifest.json in a docstring is fine."""\n'
+                   'h = "Run directory (holds manifest.json)."\n'
+                   'a = run / "manifest.json"\nb = d.glob("*.samples*.jsonl")\nc = run / "checkpoints"\n'
+                   'd = p.name == "checkpoints"\ne = "checkpoints, evals"\n')
+    assert _layout_names(src) == ["manifest.json", "*.samples*.jsonl", "checkpoints", "checkpoints"]
+
+
+def test_run_layout_is_named_only_in_runs():
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if not rel.startswith("dhpo_suite/runs/") and (hits := _layout_names(path)):
+            found[rel] = len(hits)
+    assert found == ALLOWED_LAYOUT_NAMES
