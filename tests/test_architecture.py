@@ -32,6 +32,7 @@ ALLOWED_CYCLES = [
 # Run-directory names and globs written outside dhpo_suite/runs/, in directories this change did not edit
 # (verl backend, dashboard, sweeps): {file: number of occurrences}. Each should ask runs' API instead
 # (runs.format.manifest_path / complete_checkpoints, runs.eval_results.has_samples, runs.list_runs).
+# Lower a count (or drop the entry) when its owner routes a use through runs.
 ALLOWED_LAYOUT_NAMES = {
     "dhpo_suite/dashboard/data.py": 3,  # mtime of manifest.json, list_runs' walk, a "checkpoints" column name
     "dhpo_suite/train/sweep.py": 2,  # "is the cell's run started" = manifest.json exists
@@ -237,4 +238,6 @@ def test_run_layout_is_named_only_in_runs():
         rel = path.relative_to(ROOT).as_posix()
         if not rel.startswith("dhpo_suite/runs/") and (hits := _layout_names(path)):
             found[rel] = len(hits)
-    assert found == ALLOWED_LAYOUT_NAMES
+    # At most the allow-listed count per file (one that drops its leaks stays green; a new leak fails).
+    new = {f: n for f, n in found.items() if n > ALLOWED_LAYOUT_NAMES.get(f, 0)}
+    assert new == {}, f"run-directory names outside dhpo_suite/runs/ (ask runs' API instead): {new}"

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from dhpo_suite.runs import Manifest, RunReader, RunWriter, TelemetrySpec, list_runs
+from dhpo_suite.runs.format import complete_checkpoints
 from dhpo_suite.train.telemetry import TelemetryAccumulator
 from tests.runs.runs_helpers import random_output
 
@@ -96,6 +97,9 @@ def test_checkpoints_need_the_marker(tmp_path):
         w.checkpoint_dir(20)  # crashed mid-save: no marker
     assert d.name == "step-000010"
     assert list(RunReader(tmp_path / "run").checkpoints()) == [10]
+    # The same answer without opening the run (the evaluator's --run), and {} for a folder without checkpoints.
+    assert complete_checkpoints(tmp_path / "run") == {10: d}
+    assert complete_checkpoints(tmp_path / "nothing") == {}
 
 
 def test_list_runs_reports_broken_manifests(tmp_path):
