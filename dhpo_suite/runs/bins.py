@@ -67,7 +67,8 @@ class TelemetrySpec:
     def __post_init__(self) -> None:
         if self.epochs not in ("all", "first"):
             raise ValueError(f"TelemetrySpec.epochs must be 'all' or 'first', got {self.epochs!r}")
-        for field in ("top_k", "n_samples", "outlier_responses", "max_response_length", "entropy_bins_per_decade", "weight_bins"):
+        for field in ("top_k", "n_samples", "outlier_responses", "max_response_length", "entropy_bins_per_decade",
+                      "weight_bins"):
             if getattr(self, field) < 0:
                 raise ValueError(f"TelemetrySpec.{field} must be >= 0, got {getattr(self, field)}")
 

@@ -152,7 +152,8 @@ def build_outliers(st: "MergedState", decode: "Decode | None") -> list[dict]:
     rows = []
     for branch in sorted(st.outliers):
         for c in st.outliers[branch]:
-            tok = _texts(None if c.get("token_id") is None else [c["token_id"]], None if c.get("token_text") is None else [c["token_text"]], decode)
+            tok = _texts(None if c.get("token_id") is None else [c["token_id"]],
+                         None if c.get("token_text") is None else [c["token_text"]], decode)
             left = _texts(c.get("ctx_left_ids"), c.get("ctx_left_text"), decode)
             right = _texts(c.get("ctx_right_ids"), c.get("ctx_right_text"), decode)
             rows.append(
