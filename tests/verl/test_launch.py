@@ -73,7 +73,7 @@ def dhpo_e_run(tmp_path_factory, tiny_model_dir, data_dir):
     log = run_dir.parent / "launch.log"
     with open(log, "w") as f:
         code = subprocess.run(_command("dhpo-e", 2, run_dir, data_dir, tiny_model_dir), env=_env(), stdout=f,
-                              stderr=subprocess.STDOUT, timeout=TIMEOUT).returncode
+                              stderr=subprocess.STDOUT, timeout=TIMEOUT, cwd=run_dir.parent).returncode
     assert code == 0, log.read_text()[-6000:]
     return run_dir
 
@@ -96,6 +96,11 @@ def test_two_real_steps_through_verls_v1_trainer(dhpo_e_run):
     m = reader.manifest
     assert (m.status, m.backend, m.algorithm) == ("completed", "verl", "dhpo-e")
     assert m.config["trainer"]["total_epochs"] == 2  # 1 step per epoch here: the epoch bound must not stop it
+
+
+def test_hydra_writes_into_the_run_directory_not_the_working_directory(dhpo_e_run):
+    assert (dhpo_e_run / "verl" / "hydra" / "main_ppo.log").is_file()
+    assert not (dhpo_e_run.parent / "outputs").exists()  # hydra's default: ./outputs/<date>/<time>
 
 
 def test_rewards_are_the_graders_verdicts(dhpo_e_run, tiny_model_dir):

@@ -95,7 +95,7 @@ def plan(
 ) -> Plan:
     """Compose and validate the verl config of one run (nothing is launched or written)."""
     from dhpo_suite.train.verl_backend import cpu_platform
-    from dhpo_suite.train.verl_backend.overrides import Paths, compose, hydra_overrides, validate
+    from dhpo_suite.train.verl_backend.overrides import Paths, compose, format_value, hydra_overrides, validate
     from dhpo_suite.train.verl_backend.presets import algorithm_settings, get_preset
 
     try:
@@ -127,7 +127,10 @@ def plan(
         validate(cfg)
     except Exception as e:  # verl's own checks, our knob checks
         raise LaunchError(f"verl config: {_first_line(e)}") from None
-    command = [sys.executable, "-m", "verl.trainer.main_ppo", *args]
+    # Hydra's job directory (main_ppo.log, the composed config) goes beside verl's checkpoints in the run
+    # directory, not into ./outputs/<date>/<time> of wherever the command was started.
+    hydra_dir = "hydra.run.dir=" + format_value(str(run_dir / "verl" / "hydra"))
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", *args, hydra_dir]
     return Plan(command, cfg, run_dir, algo, preset)
 
 
