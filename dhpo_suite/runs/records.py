@@ -7,7 +7,7 @@ merge of per-rank partials all use it. Schemas are fixed here; docs/run-format.m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -162,6 +162,15 @@ class StepRecord:
     samples: list[dict[str, Any]] = field(default_factory=list)
     trust_regions: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     outlier_responses: list[dict[str, Any]] = field(default_factory=list)
+
+    def attach_prompts(self, prompts: Sequence[str], golds: Sequence[str], group_size: int) -> None:
+        """Fill the optional `prompt` and `gold` columns of every kept response (samples and outlier
+        responses) from its group: response_id // group_size indexes `prompts` and `golds` (the trainers'
+        response ids are prompt_index * group_size + j)."""
+        for row in self.samples + self.outlier_responses:
+            group = int(row["response_id"]) // group_size
+            if 0 <= group < len(prompts):
+                row["prompt"], row["gold"] = str(prompts[group]), str(golds[group])
 
     # ---- Arrow tables (the writer stores these; the reader rebuilds records from them) ----
     def scalars_table(self, time: float | None = None) -> pa.Table:

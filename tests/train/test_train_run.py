@@ -43,6 +43,16 @@ def test_run_directory_is_complete(ci_run, ci_config):
     assert s["eval/heldout_reward"].dropna().iloc[-1] == pytest.approx(ci_run.heldout_final)
     assert s["tokens/count"].gt(0).all() and s["responses/count"].eq(128).all()
     assert "entropy" in r.distribution_names(1) and len(r.samples(1)) > 0
+    # Every kept response (sampled or an outlier's) records the problem it answered and that problem's gold,
+    # as the task generated them: one pair per group of G responses.
+    from dhpo_suite.tasks import TASKS
+
+    pool = {(q["problem"], str(q["answer"])) for q in TASKS["arithmetic"].make_problems(
+        m.config["train_pool"], seed=m.config["seed"], split="train")}
+    kept = r.responses(1)
+    assert kept["prompt"].notna().all() and kept["gold"].notna().all()
+    assert set(zip(kept["prompt"], kept["gold"])) <= pool
+    assert kept.groupby(kept["response_id"] // m.config["group_size"])["prompt"].nunique().eq(1).all()
     assert set(r.checkpoints()) == {4, 8}
     model = AutoModelForCausalLM.from_pretrained(r.checkpoints()[8])
     assert model.config.model_type == "qwen3"

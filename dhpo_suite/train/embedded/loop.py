@@ -80,7 +80,9 @@ def train_step(ctx: StepContext, step: int, acc) -> dict:
     n_tokens = int(roll.lengths.sum())
     return {"reward": float(rewards.mean()), "grad_norm": sum(norms) / len(norms), "tokens": n_tokens,
             "unmarked_share": unmarked_share(verdicts),
-            "lr": ctx.scheduler.get_last_lr()[0]}
+            "lr": ctx.scheduler.get_last_lr()[0],
+            # what the kept responses answered: the problem as the user turn shows it, and its gold
+            "prompts": [ctx.task.messages(p)[-1]["content"] for p in batch], "golds": [p["answer"] for p in batch]}
 
 
 def _extra(timer: StepTimer, facts: dict, cfg: TrainConfig) -> dict:
@@ -147,6 +149,7 @@ def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_pro
                     final = extra["eval/heldout_reward"] = evaluate()
                 t0 = time.perf_counter()
                 record = acc.to_record(step, grad_norm=facts["grad_norm"], lr=facts["lr"], extra=extra)
+                record.attach_prompts(facts["prompts"], facts["golds"], cfg.group_size)
                 writer.write_step(record)
                 ctx.timer.add("telemetry", t0)
                 mirrors.submit(record)  # a queue put: the mirrors run on their own thread
