@@ -66,10 +66,11 @@ def test_dry_run_through_the_cli_prints_the_command_and_config(tmp_path):
     assert command.split()[1:3] == ["-m", "verl.trainer.main_ppo"]
     assert "actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.gspo" in command
     assert "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean" in command
-    # the user's overrides come last, then what follows from them unless set (steps -> epochs, budget)
-    assert command.split()[-3:] == ["trainer.total_training_steps=5",
+    # the user's overrides come last, then what follows from them unless set (steps -> epochs, budget), then
+    # Hydra's job directory inside the run directory
+    assert command.split()[-4:] == ["trainer.total_training_steps=5",
                                     "++actor_rollout_ref.actor.policy_loss.telemetry.max_response_length=4096",
-                                    "++trainer.total_epochs=5"]
+                                    "++trainer.total_epochs=5", f"hydra.run.dir={tmp_path / 'run' / 'verl' / 'hydra'}"]
     text = "\n".join(config)
     assert "loss_mode: dhpo_suite.gspo" in text and "total_training_steps: 5" in text
     assert not (tmp_path / "run").exists()  # a dry run writes nothing
