@@ -122,9 +122,10 @@ def synthetic_record(
     _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_len)
     lr = 1e-6 * min(1.0, step / 10)
     rec = st.to_record(step, grad_norm=float(rng.gamma(4, 0.1)), lr=lr, decode=_decode)
-    pairs = [((g * 37 + step) % 90 + 10, (g * 53 + 7 * step) % 90 + 10) for g in range(prompts)]
-    rec.attach_prompts([f"Compute {a} + {b}. Put the final answer in \\boxed{{}}." for a, b in pairs],
-                       [str(a + b) for a, b in pairs], group_size)
+    for row in rec.samples + rec.outlier_responses:  # the prompt and gold answer of the response's group
+        group = int(row["response_id"]) // group_size
+        a, b = (group * 37 + step) % 90 + 10, (group * 53 + 7 * step) % 90 + 10
+        row["prompt"], row["gold"] = f"Compute {a} + {b}. Put the final answer in \\boxed{{}}.", str(a + b)
     return rec
 
 
