@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,17 @@ from hypothesis import settings
 # Property tests draw the same examples on every run: CI failures reproduce, and nothing flakes.
 settings.register_profile("dhpo", derandomize=True, deadline=None)
 settings.load_profile("dhpo")
+
+# The environment as the user's shell gives it, taken before any test imports vLLM: importing it (tests/eval)
+# sets LD_LIBRARY_PATH, KMP_* and other variables in this process, and a child process started with them can
+# load other native libraries and compute other floats than this process does.
+_USER_ENV = dict(os.environ)
+
+
+@pytest.fixture
+def user_env() -> dict[str, str]:
+    """A copy of the environment before any test ran: pass it to subprocesses that must match in-process runs."""
+    return dict(_USER_ENV)
 
 
 @pytest.fixture(scope="session")
