@@ -2,7 +2,7 @@
 naming the file and the line (`bad.jsonl:7: invalid JSON (...)`).
 
 Benchmark files (eval), training data (`dhpo-suite data prepare`) and `dhpo-suite grade` inputs all read
-through `iter_jsonl`; each caller passes its own error class so that its callers catch what they already do.
+through here; each caller passes its own error class so that its callers catch what they already do.
 This module imports nothing of the package, so every part may use it.
 """
 
@@ -12,20 +12,33 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["iter_jsonl"]
+__all__ = ["iter_jsonl", "parse_row"]
 
 
-def iter_jsonl(path: Path | str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
+def parse_row(line: str, where: str, error: type[Exception] = ValueError) -> dict:
+    """One line as a JSON object; `error("<where>: ...")` when it is not valid JSON or not an object."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise error(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise error(f"{where}: invalid JSON (nested too deeply)") from None
+    if not isinstance(row, dict):
+        raise error(f"{where}: expected a JSON object, got {type(row).__name__}")
+    return row
+
+
+def iter_jsonl(path: Path | str, error: type[Exception] = ValueError,
+               decode_errors: str = "strict") -> Iterator[tuple[int, dict]]:
     """(line number, row) for each non-blank line of `path`; `error("file:line: ...")` on a line that is not
-    valid JSON or not a JSON object."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+    UTF-8 (with the default `decode_errors`), not valid JSON or not a JSON object. `decode_errors=
+    "surrogateescape"` keeps a row whose strings hold bytes that are not UTF-8 (the grader grades those)."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
             try:
-                row = json.loads(line.rstrip("\r\n"))  # the column of an error at the end stays on this line
-            except json.JSONDecodeError as e:
-                raise error(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(row, dict):
-                raise error(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            yield lineno, row
+                line = raw.decode("utf-8", errors=decode_errors)
+            except UnicodeDecodeError as e:
+                raise error(f"{path}:{lineno}: not UTF-8 (byte {e.start + 1} of the line)") from None
+            line = line.removeprefix("\ufeff").rstrip("\r\n")  # an error's column stays on this line
+            if line.strip():
+                yield lineno, parse_row(line, f"{path}:{lineno}", error)

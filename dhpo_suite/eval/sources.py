@@ -12,11 +12,12 @@ Every path yields the same `Problem` rows, so `--data-dir` and the hub give the 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
+
+from dhpo_suite.jsonl import parse_row
 
 __all__ = ["Problem", "DataError", "MAX_ROW_BYTES", "read_jsonl", "normalize_row", "repair_escapes",
            "derive_answer_alt", "clip", "ANSWER_TRANSFORMS", "hub_problems", "task_problems"]
@@ -156,13 +157,7 @@ def read_jsonl(path: Path | str, max_row_bytes: int = MAX_ROW_BYTES) -> list[Pro
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if not text.strip():
                 continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            p = _check_row(row, f"{path}:{lineno}")
+            p = _check_row(parse_row(text, f"{path}:{lineno}", DataError), f"{path}:{lineno}")
         if p.id in seen:
             raise DataError(f"{path}:{lineno}: field 'id': duplicate {clip(repr(p.id), 60)} (first on line "
                             f"{seen[p.id]})")
