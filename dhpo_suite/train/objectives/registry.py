@@ -1,15 +1,20 @@
-"""Objectives by name: the registry, input checks, and the callable every backend uses.
+"""Objectives by name: the registry, their settings, input checks, and the callable every backend uses.
 
     obj = get_objective("dhpo-e")                     # paper defaults (eq. 7 aggregation, Appendix D ε)
     out = obj(log_prob, old_log_prob, advantages, response_mask, entropy=entropy)
     out.loss.backward()
+
+An objective's settings are its keyword-only parameters: one name each, on every surface. `resolve_hparams`
+is the one place they are resolved (defaults, an alias's fixed settings, the given values) and checked.
 """
 
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -17,7 +22,8 @@ from dhpo_suite.train.objectives.aggregation import AGG_MODES
 from dhpo_suite.train.objectives.output import ObjectiveOutput
 from dhpo_suite.train.objectives.parts import token_log_ratio
 
-__all__ = ["Inputs", "Objective", "ALIASES", "objective_names", "register_objective", "get_objective"]
+__all__ = ["Inputs", "Objective", "ALIASES", "default_hparams", "get_objective", "hparam_names", "objective_names",
+           "parse_hparam", "parse_hparams", "register_objective", "resolve_hparams"]
 
 
 @dataclass(frozen=True)
@@ -35,13 +41,24 @@ class Inputs:
 
 
 _REGISTRY: dict[str, Callable[..., ObjectiveOutput]] = {}
-# Per-hyper-parameter allowed values, checked when an objective is built.
-_CHOICES = {
+# A setting's name means one thing in every objective (docs/objectives.md, "Settings"), so its allowed values
+# are declared once, by exact name. A new setting needs an entry only if its type alone does not say enough
+# (a `Literal[...]` annotation in the objective's signature declares choices by itself).
+_CHOICES: dict[str, tuple[str, ...]] = {
     "loss_agg_mode": AGG_MODES,
     "mixing": ("avg", "entropy"),
     "clip": ("branch", "unified"),
     "entropy_scope": ("sequence", "batch"),
 }
+# (lowest, highest) allowed, both inclusive; None: unbounded. A trust region's ε_low <= 1 keeps 1-ε_low >= 0.
+_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "eps_low": (0, 1),
+    "eps_high": (0, None),
+    "seq_eps_low": (0, 1),
+    "seq_eps_high": (0, None),
+    "avg_weight": (0, 1),
+}
+_POSITIVE = frozenset({"tau_pos", "tau_neg", "dual_clip"})
 # Objectives whose ε_low only truncates a weight (no trust region to keep positive): ε_low >= 1 means no
 # lower bound, as in verl's cispo (the paper's Appendix D sets CISPO's ε_low = 10).
 NO_LOWER_BOUND_OK = frozenset({"cispo"})
@@ -52,7 +69,11 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def register_objective(name: str) -> Callable:
-    """Decorator: register `fn(x: Inputs, *, hparam=default, ...) -> ObjectiveOutput` under `name`."""
+    """Decorator: register `fn(x: Inputs, *, hparam=default, ...) -> ObjectiveOutput` under `name`.
+
+    The keyword-only parameters are the objective's settings: their names, types and defaults are the one
+    vocabulary of every surface (get_objective, `dhpo-suite train --hp`, verl's `policy_loss.hparams`).
+    """
 
     def deco(fn: Callable[..., ObjectiveOutput]) -> Callable[..., ObjectiveOutput]:
         _REGISTRY[name] = fn
@@ -61,24 +82,140 @@ def register_objective(name: str) -> Callable:
     return deco
 
 
-def _defaults(fn: Callable) -> dict[str, Any]:
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    return {p.name: p.default for p in params}
+def _base(name: str) -> tuple[str, dict[str, Any]]:
+    """(registered function name, the alias's fixed settings); unknown names list the known."""
+    base, fixed = ALIASES.get(name, (name, {}))
+    if base not in _REGISTRY:
+        raise ValueError(f"unknown objective {name!r}; known objectives: {', '.join(objective_names())}")
+    return base, fixed
 
 
-def _check_hparam(name: str, key: str, value: Any, base: str) -> None:
+def _params(base: str) -> dict[str, inspect.Parameter]:
+    fn = _REGISTRY[base]
+    return {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+
+def _types(base: str) -> dict[str, Any]:
+    """Each setting's annotation, evaluated (the objectives' modules use `from __future__ import annotations`)."""
+    hints = typing.get_type_hints(_REGISTRY[base])
+    return {k: hints.get(k, Any) for k in _params(base)}
+
+
+def hparam_names(name: str) -> tuple[str, ...]:
+    """Every setting objective `name` takes (its keyword-only parameters), in signature order."""
+    return tuple(_params(_base(name)[0]))
+
+
+def default_hparams(name: str) -> dict[str, Any]:
+    """The paper's defaults of objective `name` (an alias's fixed settings included)."""
+    base, fixed = _base(name)
+    return {**{k: p.default for k, p in _params(base).items()}, **fixed}
+
+
+def _type_name(tp: Any) -> str:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) is typing.Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(tp)))
+    if args and len(args) < len(typing.get_args(tp)):  # Optional[X]
+        return f"{_type_name(args[0])} or None"
+    return {float: "a number", int: "an integer", str: "a string", bool: "true or false"}.get(tp, str(tp))
+
+
+def _is_instance(value: Any, tp: Any) -> bool:
+    if tp is Any:
+        return True
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return value in args
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_instance(value, a) for a in args)
+    if tp is type(None):
+        return value is None
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, tp) if isinstance(tp, type) else True
+
+
+def _check_value(name: str, base: str, key: str, value: Any, tp: Any) -> None:
     where = f"objective {name!r}: {key}={value!r}"
+    if not _is_instance(value, tp):
+        raise ValueError(f"{where} must be {_type_name(tp)}")
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ValueError(f"{where} is not one of {', '.join(_CHOICES[key])}")
-    if "eps" in key and not (isinstance(value, (int, float)) and value >= 0):
-        raise ValueError(f"{where} must be a number >= 0")
-    if key.endswith("eps_low") and value > 1 and base not in NO_LOWER_BOUND_OK:
-        raise ValueError(f"{where} must be <= 1: its trust region's lower bound 1-eps_low cannot go below 0 "
-                         f"(eps_low >= 1, no lower bound, is for {', '.join(sorted(NO_LOWER_BOUND_OK))} only)")
-    if key in ("avg_weight",) and not 0 <= value <= 1:
-        raise ValueError(f"{where} must lie in [0, 1]")
-    if key in ("tau_pos", "tau_neg", "dual_clip") and value is not None and value <= 0:
+    if value is None or isinstance(value, str):
+        return
+    low, high = _BOUNDS.get(key, (None, None))
+    if low is not None and value < low:
+        raise ValueError(f"{where} must be a number >= {low}")
+    if high is not None and value > high:
+        if key == "eps_low" and base in NO_LOWER_BOUND_OK:
+            return
+        extra = (f": its trust region's lower bound 1-{key} cannot go below 0 (eps_low >= 1, no lower bound, is "
+                 f"for {', '.join(sorted(NO_LOWER_BOUND_OK))} only)") if key.endswith("eps_low") else ""
+        raise ValueError(f"{where} must be <= {high}{extra}")
+    if key in _POSITIVE and not value > 0:
         raise ValueError(f"{where} must be > 0")
+
+
+def resolve_hparams(name: str, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Objective `name`'s settings: its defaults overridden by `given`, every one checked once, here.
+
+    An unknown key, a value of the wrong type (by the objective's annotation) or out of its range, and a
+    setting that contradicts an alias (mixing='avg' for 'dhpo-e') are a one-line ValueError naming the key,
+    the objective and, for an unknown key, the valid names.
+    """
+    base, fixed = _base(name)
+    values = default_hparams(name)
+    for key, value in (given or {}).items():
+        if key not in values:
+            raise ValueError(f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(values)}")
+        if key in fixed and value != fixed[key]:
+            raise ValueError(f"objective {name!r}: {key}={value!r} contradicts the name ({name!r} means "
+                             f"{key}={fixed[key]!r}; use {base!r} to choose {key})")
+        values[key] = value
+    tps = _types(base)
+    for key, value in values.items():
+        _check_value(name, base, key, value, tps[key])
+    return values
+
+
+def parse_hparam(name: str, key: str, text: str) -> Any:
+    """A setting given as text (`--hp eps_low=0.1`) as the value its annotation asks for; ValueError names it."""
+    base = _base(name)[0]
+    tps = _types(base)
+    if key not in tps:
+        raise ValueError(f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(tps)}")
+    tp = tps[key]
+    args = typing.get_args(tp)
+    if text.strip().lower() in ("none", "null") and (tp is Any or type(None) in args):
+        return None
+    for candidate in [a for a in args if a is not type(None)] or [tp]:
+        if typing.get_origin(candidate) is typing.Literal or candidate in (str, Any):
+            return text
+        if candidate is bool and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        try:
+            if candidate in (int, float):
+                return candidate(text)
+        except ValueError:
+            pass
+    raise ValueError(f"objective {name!r}: {key}={text!r} must be {_type_name(tp)}")
+
+
+def parse_hparams(name: str, pairs: Sequence[str]) -> dict[str, Any]:
+    """`["eps_low=0.1", "clip=unified"]` -> {"eps_low": 0.1, "clip": "unified"}, typed by the objective."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"{pair!r} is not key=value (the objective's settings: {', '.join(hparam_names(name))})")
+        if key in out:
+            raise ValueError(f"{key} is given twice")
+        out[key] = parse_hparam(name, key, text.strip())
+    return out
 
 
 @dataclass(frozen=True)
@@ -125,19 +262,8 @@ class Objective:
 
 def get_objective(name: str, **hparams: Any) -> Objective:
     """Build a registered objective by name with the paper's defaults, overridden by `hparams`."""
-    base, preset = ALIASES.get(name, (name, {}))
-    if base not in _REGISTRY:
-        known = ", ".join(sorted([*_REGISTRY, *ALIASES]))
-        raise ValueError(f"unknown objective {name!r}; known objectives: {known}")
-    fn = _REGISTRY[base]
-    values = _defaults(fn)
-    for key, value in {**preset, **hparams}.items():
-        if key not in values:
-            raise ValueError(f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(values)}")
-        values[key] = value
-    for key, value in values.items():
-        _check_hparam(name, key, value, base)
-    return Objective(name=name, hparams=values, fn=fn)
+    values = resolve_hparams(name, hparams)
+    return Objective(name=name, hparams=values, fn=_REGISTRY[_base(name)[0]])
 
 
 def objective_names() -> tuple[str, ...]:
