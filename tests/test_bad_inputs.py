@@ -163,6 +163,10 @@ CASES = [
          "--task: the tiny model's warm-start needs reference solutions"),
     Case("train-unknown-option", lambda t, f: ["train", "--bogus"], 2, "unknown option(s) for the embedded"),
     Case("unknown-command", lambda t, f: ["trian"], 2, "No such command 'trian'"),
+    Case("data-limit-negative", lambda t, f: ["data", "prepare", str(t / "p.jsonl"), "--limit", "-3"], 2,
+         "Invalid value for '--limit'"),
+    Case("data-val-size-negative", lambda t, f: ["data", "prepare", str(t / "p.jsonl"), "--val-size", "-1"], 2,
+         "Invalid value for '--val-size'"),
     # -- train: paths
     Case("train-out-is-a-file", lambda t, f: ["train", "--out", str(_file(t))], 2, "is a file, not a run directory"),
     Case("train-out-under-a-file", lambda t, f: ["train", "--out", str(_file(t) / "run")], 2,

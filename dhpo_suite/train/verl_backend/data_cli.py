@@ -19,8 +19,8 @@ def register(app: typer.Typer) -> None:
             help="'simplerl-zoo' (the paper's level 3-5 set from the hub) or a local .jsonl/.json/.parquet file.",
         ),
         out: Path = typer.Option(Path("data/verl"), "--out", "-o", help="Output directory."),
-        limit: int = typer.Option(None, help="Keep only the first N problems (per split)."),
-        val_size: int = typer.Option(64, help="Local files: problems held out for val.parquet."),
+        limit: int = typer.Option(None, min=1, help="Keep only the first N problems (per split)."),
+        val_size: int = typer.Option(64, min=0, help="Local files: problems held out for val.parquet."),
         seed: int = typer.Option(0, help="Seed of the held-out draw."),
     ) -> None:
         from dhpo_suite.train.verl_backend.data import DataError
