@@ -1,7 +1,7 @@
 """verl actor-worker step time and peak memory with dhpo-suite losses, side by side in one run.
 
 Runs verl's real ActorRolloutRefWorker (FSDP2 engine, world size 1, no Ray, no vLLM: responses are random
-tokens) through `dhpo_suite.train.verl_backend.local_worker`, once per configuration, in fresh processes:
+tokens) through `dhpo_suite.testing.verl_worker`, once per configuration, in fresh processes:
 
     loss      verl:vanilla (verl's own PPO loss: the baseline), grpo and dhpo-e (ours, telemetry off and on)
     entropy   on CUDA also with verl's fused kernels (entropy and log-probs without the full logits)
@@ -51,7 +51,7 @@ def build_model(shape: str, out: Path) -> Path:
 
 
 def measure(model: Path, objective: str, fused: bool, telemetry: bool, args) -> dict:
-    from dhpo_suite.train.verl_backend.local_worker import LocalCase, run_distributed
+    from dhpo_suite.testing.verl_worker import LocalCase, run_distributed
 
     with tempfile.TemporaryDirectory() as runs:
         case = LocalCase(

@@ -18,16 +18,7 @@ PKG = ROOT / "dhpo_suite"
 
 # Cycles that exist today inside directories other engineers are rewriting (issue 17); each is a strongly connected
 # component of the module graph, listed whole. Remove an entry once its cycle is gone. Nothing else may cycle.
-ALLOWED_CYCLES = [
-    # The verl backend: hooks -> rank_telemetry -> policy_loss -> hooks, registration <-> policy_loss (issue 17,
-    # point 4: one seam module and one state object are to replace this).
-    {
-        "dhpo_suite.train.verl_backend.hooks",
-        "dhpo_suite.train.verl_backend.policy_loss",
-        "dhpo_suite.train.verl_backend.rank_telemetry",
-        "dhpo_suite.train.verl_backend.registration",
-    },
-]
+ALLOWED_CYCLES: list[set[str]] = []
 
 # Run-directory names and globs written outside dhpo_suite/runs/, in directories this change did not edit
 # (verl backend, dashboard, sweeps): {file: number of occurrences}. Each should ask runs' API instead
@@ -36,8 +27,6 @@ ALLOWED_CYCLES = [
 ALLOWED_LAYOUT_NAMES = {
     "dhpo_suite/dashboard/data.py": 3,  # mtime of manifest.json, list_runs' walk, a "checkpoints" column name
     "dhpo_suite/train/sweep.py": 2,  # "is the cell's run started" = manifest.json exists
-    "dhpo_suite/train/verl_backend/launch.py": 1,  # resume = manifest.json exists
-    "dhpo_suite/train/verl_backend/rank_telemetry.py": 1,  # resume = manifest.json exists
 }
 
 
@@ -241,3 +230,41 @@ def test_run_layout_is_named_only_in_runs():
     # At most the allow-listed count per file (one that drops its leaks stays green; a new leak fails).
     new = {f: n for f, n in found.items() if n > ALLOWED_LAYOUT_NAMES.get(f, 0)}
     assert new == {}, f"run-directory names outside dhpo_suite/runs/ (ask runs' API instead): {new}"
+
+
+# ---- verl's internals behind one seam ----
+
+VERL_SEAMS = {"dhpo_suite.train.verl_backend.seam", "dhpo_suite.train.verl_backend.cpu_platform"}
+# verl's documented public entry points, which any module of the backend may name: the trainer command the
+# launcher runs and the Hydra config tree it composes (docs/verl.md, "What the backend uses of verl").
+VERL_PUBLIC = {"verl.trainer.main_ppo", "verl.trainer.config"}
+
+
+def _verl_module_names(path: Path) -> set[str]:
+    """String constants that name a verl module (`"verl.workers.engine_workers"`, as patch targets are named)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and re.fullmatch(r"verl(\.[A-Za-z_]\w*)+", n.value)}
+
+
+def test_only_the_seam_touches_verls_internals():
+    # dhpo_suite.testing stands in for verl's trainer in tests and benchmarks (it drives verl's worker directly).
+    product = [m for m in _modules() if not m.startswith("dhpo_suite.testing")]
+    importers = {m for m in product if "verl" in _imports(m)[1]}
+    assert importers <= VERL_SEAMS, f"modules importing verl outside the seam: {sorted(importers - VERL_SEAMS)}"
+    named = {m: sorted(_verl_module_names(_modules()[m]) - VERL_PUBLIC) for m in product if m not in VERL_SEAMS}
+    assert {m: n for m, n in named.items() if n} == {}, "verl module names outside the seam"
+
+
+def test_the_seam_finder_sees_verl_imports_and_module_names(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text('def f():\n    from verl.utils import tensordict_utils\n'
+                   'after_import("verl.workers.engine_workers", g)\nh = "verl"\ncmd = "verl.trainer.main_ppo"\n')
+    assert _verl_module_names(src) == {"verl.workers.engine_workers", "verl.trainer.main_ppo"}
+    assert "verl" in _imports("dhpo_suite.train.verl_backend.seam")[1]
+
+
+def test_nothing_in_the_product_imports_the_test_harnesses():
+    users = {m for m in _modules() if not m.startswith("dhpo_suite.testing")
+             and any(i.startswith("dhpo_suite.testing") for i in _imports(m)[0])}
+    assert users == set()

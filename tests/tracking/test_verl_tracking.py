@@ -22,9 +22,9 @@ def Tracking():
     import verl  # noqa: F401 - imports our plugin (verl.plugins entry point)
     from verl.utils import tracking
 
-    from dhpo_suite.train.verl_backend import hooks
+    from dhpo_suite.train.verl_backend import plugin
 
-    hooks.install()  # idempotent; also when the entry point is disabled (VERL_USE_EXTERNAL_PLUGINS)
+    plugin.install()  # idempotent; also when the entry point is disabled (VERL_USE_EXTERNAL_PLUGINS)
     assert getattr(tracking.Tracking, "__dhpo_suite_tracking__", False)
     return tracking.Tracking
 
@@ -108,7 +108,7 @@ def test_logger_option_joins_verls_trainer_logger():
 def test_a_verl_worker_run_shows_beside_verls_actor_metrics(Tracking, tiny_model_dir, tmp_path, monkeypatch):
     """verl's real actor worker (FSDP2, our dhpo-e loss, CPU) writes the run directory; verl's Tracking, fed
     that worker's own actor metrics the way verl's trainer reduces and logs them, shows both side by side."""
-    from dhpo_suite.train.verl_backend.local_worker import LocalCase, run_distributed
+    from dhpo_suite.testing.verl_worker import LocalCase, run_distributed
 
     runs = tmp_path / "verl-runs"
     case = LocalCase(str(tiny_model_dir), ("dhpo-e",), run_dir=str(runs), prompts=3, group_size=2,

@@ -12,8 +12,9 @@ from verl.workers.utils import losses
 from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
 
 from dhpo_suite.train.objectives import get_objective
-from dhpo_suite.train.verl_backend import hooks
-from dhpo_suite.train.verl_backend.local_worker import LocalCase, _rollout
+from dhpo_suite.testing.verl_worker import LocalCase, _rollout
+from dhpo_suite.train.verl_backend import seam
+from dhpo_suite.train.verl_backend.state import STATE
 from dhpo_suite.train.verl_backend.overrides import algorithm_overrides, compose
 from dhpo_suite.train.verl_backend.policy_loss import make_policy_loss
 from dhpo_suite.train.verl_backend.presets import algorithm_settings
@@ -78,13 +79,13 @@ def test_entropy_from_another_micro_batch_is_refused():
     other_td, other_out = _micro_batch(3)
     lp = no_padding_2_padding(other_out["log_probs"], other_td)
     padded = other_td.select("old_log_probs", "advantages", "response_mask").to_padded_tensor()
-    token = hooks._MICRO_BATCH.set(hooks.MicroBatch(out, td))  # the stash holds micro-batch 2
+    token = STATE.micro_batch.set(seam.MicroBatch(out, td))  # the stash holds micro-batch 2
     try:
         with pytest.raises(RuntimeError, match="another micro-batch"):
             make_policy_loss("dhpo-e")(padded["old_log_probs"], lp, padded["advantages"],
                                         padded["response_mask"].bool(), "token-mean", actor)
     finally:
-        hooks._MICRO_BATCH.reset(token)
+        STATE.micro_batch.reset(token)
 
 
 def test_missing_entropy_says_which_setting():

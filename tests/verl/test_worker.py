@@ -1,8 +1,8 @@
 """verl's own actor worker (FSDP2 engine, optimizer, ppo_loss) on CPU/gloo with every objective.
 
-Nothing of verl is mocked: `local_worker` builds `ActorRolloutRefWorker` from verl's composed config and calls
+Nothing of verl is mocked: `dhpo_suite.testing.verl_worker` builds `ActorRolloutRefWorker` from verl's composed config and calls
 its `compute_log_prob` / `update_actor` with the batches verl's trainers send: the v1 trainer's (verl's default:
-TransferQueue, jagged nested tensors, `rm_scores`, padding rows; through the trainer's own methods, v1_feed.py)
+TransferQueue, jagged nested tensors, `rm_scores`, padding rows; through the trainer's own methods, verl_v1_feed.py)
 and the legacy trainer's (padded DataProto, any number of ranks). Runs in spawned processes (verl's platform,
 the process group and the local Ray instance of TransferQueue are per-process state).
 """
@@ -16,7 +16,7 @@ import pytest
 
 from dhpo_suite.runs import RunReader
 from dhpo_suite.train.objectives import OBJECTIVES
-from dhpo_suite.train.verl_backend.local_worker import LocalCase, run_distributed
+from dhpo_suite.testing.verl_worker import LocalCase, gold, problem, run_distributed
 from dhpo_suite.train.verl_backend.presets import algorithm_settings
 
 pytestmark = pytest.mark.slow
@@ -27,6 +27,16 @@ ORDER = ("dhpo-e",) + tuple(n for n in OBJECTIVES if n != "dhpo-e")
 CASE = dict(prompts=3, group_size=2, mini_batches=1, steps=1)
 EXACT = ["tokens/count", "responses/count", "groups/count", "groups/all_correct_frac", "groups/all_wrong_frac",
          "length/mean", "length/max", "length/truncated_frac", "reward/mean", "adv/pos_frac", "adv/neg_frac"]
+
+
+def assert_problems_recorded(reader: RunReader, step: int, group_size: int = 2) -> None:
+    """Every kept response of `step` records its prompt's problem and gold, as the batch's `raw_prompt` and
+    `reward_model.ground_truth` held them (the harness writes a distinct problem and answer per prompt)."""
+    kept = reader.responses(step)
+    assert len(kept) > 0
+    for _, row in kept.iterrows():
+        p = int(row["response_id"]) // group_size
+        assert (row["prompt"], row["gold"]) == (problem(step, p), gold(step, p)), row["response_id"]
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +79,8 @@ def test_v1_trainer_batches_train_and_telemetry_counts_what_went_in(v1):
     dhpo_e = RunReader(runs / "dhpo-e").scalars()
     assert ((dhpo_e["w/mean"] > 0) & (dhpo_e["w/mean"] < 1) & ((dhpo_e["w/mean"] - 0.5).abs() > 1e-3)).all()
     assert set(RunReader(runs / "dhpo-e").samples(1)["response_id"]) <= set(range(6))
+    for r in results:  # TransferQueue carries the dataset row's raw_prompt and reward_model to the worker
+        assert_problems_recorded(RunReader(runs / r["objective"]), r["step"])
 
 
 def test_every_objective_trains_and_writes_a_step(sweep):
@@ -127,6 +139,11 @@ def test_two_ranks_merge_into_one_run_directory(sweep, two_ranks):
         assert two[key] == pytest.approx(one[key], rel=1e-4, abs=1e-6), key
     ids_one = sorted(RunReader(sweep[0] / "dhpo-e").samples(1)["response_id"])
     assert sorted(merged.samples(1)["response_id"]) == ids_one  # hash-chosen samples: same draw
+    # Rank 0 writes the step; the problems of the prompts whose rows sit on rank 1 (and of the split group)
+    # reach it with the uids.
+    assert {int(i) // 2 for i in merged.responses(1)["response_id"]} == {0, 1, 2}
+    for step in (1, 2):
+        assert_problems_recorded(merged, step)
 
 
 def test_checkpoint_lands_in_the_run_directory_as_an_hf_model(two_ranks):

@@ -4,14 +4,14 @@
     data.prepare("simplerl-zoo", "data/verl")                         # `dhpo-suite data prepare`
     loss_mode("dhpo-e") == "dhpo_suite.dhpo-e"                         # verl's actor.policy_loss.loss_mode
 
-The verl entry point is `plugin.py`; the one adapter of verl's loss call is `policy_loss.py`. Importing this
-package does not import verl or torch.
+The verl entry point is `plugin.py`; the one adapter of verl's loss call is `policy_loss.py`; the one module
+that touches verl's internals is `seam.py` (docs/verl.md). Importing this package does not import verl or torch.
 """
 
 from dhpo_suite.train.verl_backend.data import prepare
 from dhpo_suite.train.verl_backend.launch import plan, run
 from dhpo_suite.train.verl_backend.presets import PRESETS, AlgorithmSettings, Preset, algorithm_settings, get_preset
-from dhpo_suite.train.verl_backend.registration import LOSS_PREFIX, loss_mode
+from dhpo_suite.train.verl_backend.names import LOSS_PREFIX, loss_mode
 
 __all__ = [
     "LOSS_PREFIX",

@@ -30,6 +30,7 @@ registers the "cpu" platform class, which verl never selects by itself. With it:
 
 from __future__ import annotations
 
+import functools
 import os
 import types
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from typing import Any, Optional
 
 import torch
 
-__all__ = ["PlatformCPU", "use_cpu_platform", "requested", "install", "hydra_overrides", "ROLLOUT_NAME"]
+__all__ = ["register", "use_cpu_platform", "requested", "install", "hydra_overrides", "ROLLOUT_NAME"]
 
 ROLLOUT_NAME = "dhpo-cpu"
 
@@ -151,15 +152,11 @@ def _platform_class():
     return PlatformCPU
 
 
-PlatformCPU = None  # set by register(); a class needs verl, which this module does not import eagerly
-
-
+@functools.cache
 def register() -> type:
-    """Register the "cpu" platform with verl (idempotent); returns the class."""
-    global PlatformCPU
-    if PlatformCPU is None:
-        PlatformCPU = _platform_class()
-    return PlatformCPU
+    """Register the "cpu" platform with verl (once per process); returns the class (PlatformCPU). The class
+    subclasses verl's, so it is built on first use: this module imports no verl eagerly."""
+    return _platform_class()
 
 
 def use_cpu_platform() -> None:
@@ -170,7 +167,7 @@ def use_cpu_platform() -> None:
     from verl.plugin.platform import get_platform, set_platform
 
     if get_platform().device_name != "cpu":
-        set_platform(PlatformCPU())
+        set_platform(register()())
 
 
 def requested() -> bool:
@@ -209,7 +206,7 @@ def install() -> None:
     register()
     if not requested():
         return
-    from dhpo_suite.train.verl_backend.hooks import after_import
+    from dhpo_suite.train.verl_backend.seam import after_import
 
     os.environ.setdefault("VERL_ENGINE_DEVICE", "cuda")
     after_import("verl.single_controller.ray.base", _count_cpu_slots)
@@ -330,13 +327,9 @@ class CPUGenerationServer:
         return {"aborted_count": 0, "request_ids": []}
 
 
-_CLASSES: dict[str, type] = {}
-
-
+@functools.cache
 def _rollout_classes() -> dict[str, type]:
     """The replica and adapter classes (they subclass verl's, imported only when a CPU rollout is used)."""
-    if _CLASSES:
-        return _CLASSES
     import ray
     import torch.distributed as dist
     from verl.workers.rollout.base import BaseRollout
@@ -379,8 +372,7 @@ def _rollout_classes() -> dict[str, type]:
         async def release(self):
             return None
 
-    _CLASSES.update(CPURolloutReplica=CPURolloutReplica, CPURolloutAdapter=CPURolloutAdapter)
-    return _CLASSES
+    return {"CPURolloutReplica": CPURolloutReplica, "CPURolloutAdapter": CPURolloutAdapter}
 
 
 def __getattr__(name: str):

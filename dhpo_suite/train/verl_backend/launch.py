@@ -171,6 +171,7 @@ def _open_run(pl: Plan):
     from omegaconf import OmegaConf
 
     from dhpo_suite.runs import Manifest, RunWriter, TelemetrySpec
+    from dhpo_suite.runs.format import manifest_path
     from dhpo_suite.train.verl_backend.overrides import validate
     from dhpo_suite.train.verl_backend.policy_loss import objective_hparams
 
@@ -187,7 +188,7 @@ def _open_run(pl: Plan):
         config=OmegaConf.to_container(pl.config, resolve=True),
         telemetry=spec.to_dict(),
     )
-    return RunWriter(pl.run_dir, manifest, resume=(pl.run_dir / "manifest.json").exists())
+    return RunWriter(pl.run_dir, manifest, resume=manifest_path(pl.run_dir).exists())
 
 
 def run(

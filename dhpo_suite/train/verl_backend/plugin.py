@@ -1,19 +1,36 @@
 """verl's `verl.plugins` entry point (declared in pyproject.toml): imported by every process that imports verl.
 
-Importing it costs nothing up front. It
+Importing it costs nothing up front (`install`, idempotent, runs on import). It
 - registers a "cpu" verl platform, and with VERL_PLATFORM=cpu the CPU shims and rollout (cpu_platform.py),
-- registers every dhpo-suite objective in verl's policy-loss registry as `dhpo_suite.<name>` as soon as
-  `verl.trainer.ppo.core_algos` is imported (registration.py),
-- wraps verl's `ppo_loss` and `TrainingWorker` right after their modules load (hooks.py) so losses see
-  the micro-batch entropy and each update streams telemetry.
+- wires the backend into verl through the seam (seam.install): every dhpo-suite objective is registered in
+  verl's policy-loss registry as `dhpo_suite.<name>` (registration.py) as soon as
+  `verl.trainer.ppo.core_algos` is imported; verl's `ppo_loss` and `TrainingWorker` are wrapped right after
+  their modules load, so losses see the micro-batch entropy and each update streams telemetry
+  (rank_telemetry.py); verl's `Tracking` mirrors that telemetry (dhpo_suite/tracking/verl_tracking.py).
 
 verl swallows exceptions raised here (it logs them at DEBUG level). That is why runs launched by
 dhpo-suite also name `dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig` as their policy-loss
 `_target_`: resolving it imports the same code loudly and checks that the loss is registered.
 """
 
-from dhpo_suite.train.verl_backend import cpu_platform, hooks, registration
+from dhpo_suite.tracking import verl_tracking
+from dhpo_suite.train.verl_backend import cpu_platform, rank_telemetry, registration, seam
 
-cpu_platform.install()
-hooks.install()
-hooks.after_import("verl.trainer.ppo.core_algos", registration.register_all)
+__all__ = ["WIRING", "install"]
+
+WIRING = seam.Wiring(
+    policy_losses=registration.policy_losses,
+    run_step=rank_telemetry.run_step,
+    checkpoint_saved=rank_telemetry.export_checkpoint,
+    checkpoint_loaded=rank_telemetry.note_checkpoint_loaded,
+    patch_tracking=verl_tracking.patch,
+)
+
+
+def install() -> None:
+    """Every patch of the plugin (idempotent): the CPU platform, then the seam's patches."""
+    cpu_platform.install()
+    seam.install(WIRING)
+
+
+install()

@@ -1,114 +1,110 @@
 """Per-rank telemetry of verl actor updates, merged exactly into one run directory.
 
 One call of verl's `TrainingWorker.train_mini_batch` is one training step (all mini-batches and PPO
-epochs of one rollout batch). On every data-parallel rank, `run_step` (wrapped around that call by
-hooks.py):
+epochs of one rollout batch). On every data-parallel rank, `run_step` (wrapped around that call by the
+plugin, seam.py):
 
 1. gives each response of the step a global id: all ranks all-gather their `uid`s (verl's prompt-group
    ids), prompt p = rank of its uid in sorted order, response j = its order within the group, id =
    p·G + j with G = responses per prompt (TelemetryAccumulator's convention: group = id // G). Without
    uids the id is the response's global position and G = actor.rollout_n. The id travels with the
-   rows as a tensor field, through verl's mini-batch and dynamic micro-batch reshuffles, to the loss;
-2. records the rollout facts of its share (reward = Σ of the first reward field present, `REWARD_KEYS`:
+   rows as a tensor field, through verl's mini-batch and dynamic micro-batch reshuffles, to the loss.
+   Each prompt's problem and gold answer (verl's `raw_prompt` and `reward_model.ground_truth`) are gathered
+   with the uids, so the writing rank can record them with every kept response;
+2. records the rollout facts of its share (reward = Σ of the first reward field present, `seam.REWARD_KEYS`:
    the legacy trainer's `token_level_scores`, the v1 trainer's `rm_scores`; length; truncated = the length
    reached rollout.response_length). Padding rows that verl's v1 trainer appends so the batch divides
    into mini-batches (`upsample_batch_to_divisible_size`: empty response mask) are left out of every
    statistic;
-3. lets every loss call add its ObjectiveOutput (`observe`; the epoch is how often the rows were seen);
+3. lets every loss call add its ObjectiveOutput (`StepTelemetry.observe`, reached through `STATE.step`; the
+   epoch is how often the rows were seen);
 4. after the update, gathers the numpy partials (`TelemetryState.to_bytes`) to rank 0 of the
    data-parallel group, which merges them (exact: counts, histograms, top-K, samples) and writes the
    step through `RunWriter` with verl's grad_norm and lr.
 
 Only ranks whose loss is a dhpo_suite loss with `policy_loss.run_dir` set take part; all others pass
-through untouched.
-
-Batch fields come in two layouts: padded (B, T) tensors (legacy trainer) or jagged nested tensors
-(verl's v1 trainer reads them from TransferQueue); every read goes through `_padded`.
+through untouched. Every read of verl's objects goes through seam.py.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["active", "observe", "run_step", "note_checkpoint_loaded", "export_checkpoint", "RID_KEY", "REWARD_KEYS"]
+from dhpo_suite.train.verl_backend import seam
+from dhpo_suite.train.verl_backend.names import objective_of
+from dhpo_suite.train.verl_backend.state import STATE
 
-RID_KEY = "dhpo_response_id"
-REWARD_KEYS = ("token_level_scores", "rm_scores", "token_level_rewards")
-"""Where the reward lives, first present wins: legacy trainer, v1 trainer (agent-loop scores), KL-shaped."""
+__all__ = ["StepTelemetry", "Prompts", "run_step", "note_checkpoint_loaded", "export_checkpoint"]
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Problem and gold answer of each prompt of a step, indexed by prompt (response id // group_size)."""
+
+    problems: list[str | None]
+    golds: list[str | None]
+
+    def attach(self, record, group_size: int) -> None:
+        """Fill the kept responses' `prompt`/`gold` columns when every prompt has both (else leave them null)."""
+        if self.problems and all(p is not None for p in self.problems) and all(g is not None for g in self.golds):
+            record.attach_prompts(self.problems, self.golds, group_size)
 
 
 @dataclass
-class _Step:
-    """Telemetry of the step running in this process."""
+class StepTelemetry:
+    """Telemetry of the actor update running in this process (STATE.step while it runs)."""
 
     acc: Any  # TelemetryAccumulator
     seen: dict[int, int] = field(default_factory=dict)  # response id -> update passes so far
 
-
-@dataclass
-class _Process:
-    steps: dict[str, int] = field(default_factory=dict)  # run_dir -> last step finished
-    resumed_at: int = 0  # verl's global step of the checkpoint this process resumed from
-    writers: dict[str, Any] = field(default_factory=dict)  # run_dir -> RunWriter (writing rank only)
-    decode: Callable | None = None
-
-
-_CURRENT: _Step | None = None
-_PROC = _Process()
-
-
-def active() -> bool:
-    """True while a telemetry step is running in this process."""
-    return _CURRENT is not None
-
-
-def _actor_config(worker) -> Any | None:
-    loss_fn = getattr(worker, "loss_fn", None)
-    config = getattr(loss_fn, "keywords", {}).get("config") if loss_fn is not None else None
-    return config if config is not None and hasattr(config, "policy_loss") else None
+    def observe(self, out, micro_batch) -> None:
+        """Add one loss call's ObjectiveOutput computed on `micro_batch` (no-op without response ids)."""
+        rows = None if micro_batch is None else seam.micro_batch_rows(micro_batch, out.response_mask.shape[-1])
+        if rows is None:
+            return
+        ids, tokens, old = rows
+        real = ids >= 0
+        if not bool(real.all()):  # padding rows (v1 trainer): no tokens, not responses
+            if not bool(real.any()):
+                return
+            out = _rows(out, real.to(out.response_mask.device))
+            ids, tokens = ids[real], None if tokens is None else tokens[real]
+            old = None if old is None else old[real]
+        epoch = self.seen.get(int(ids[0]), 0)
+        for i in ids.tolist():
+            self.seen[i] = self.seen.get(i, 0) + 1
+        self.acc.add_update(out, response_ids=ids, token_ids=tokens, old_log_prob=old, epoch=epoch)
 
 
 def _enabled(config) -> bool:
-    from dhpo_suite.train.verl_backend.registration import objective_of
-
     pl = config.policy_loss
     return objective_of(pl.loss_mode) is not None and bool(getattr(pl, "run_dir", None))
 
 
-def _padded(value, fill=0):
-    """A batch field as a padded (B, T) tensor: the v1 trainer hands jagged nested tensors (TransferQueue)."""
-    return value.to_padded_tensor(fill) if getattr(value, "is_nested", False) else value
+def _row_prompts(data, real: list[bool]) -> list[tuple[str | None, str | None]]:
+    """(problem, gold) of each real row, (None, None) when the batch carries neither."""
+    found = seam.prompts_and_golds(data)
+    if found is None:
+        return [(None, None)] * sum(real)
+    return [(p, g) for p, g, r in zip(*found, real) if r]
 
 
-def _strings(data, key: str) -> list[str] | None:
-    if key not in data.keys():
-        return None
-    value = data[key]
-    value = value.tolist() if hasattr(value, "tolist") else list(value)
-    return [str(v) for v in value]
-
-
-def _real_rows(data):
-    """(N,) bool: rows with at least one response token (False for the v1 trainer's padding rows)."""
-    return _padded(data["response_mask"]).sum(-1) > 0
-
-
-def _response_ids(data, group, config) -> tuple[Any, int]:
-    """(ids (N,) int64, responses per prompt) for this rank's rows, -1 for padding rows; see the module
-    docstring."""
+def _response_ids(data, group, config) -> tuple[Any, int, Prompts]:
+    """(ids (N,) int64, responses per prompt, each prompt's problem and gold) for this rank's rows, -1 for
+    padding rows; see the module docstring."""
     import torch
     import torch.distributed as dist
 
-    real = _real_rows(data).tolist()
-    uids = _strings(data, "uid")
+    real = seam.real_rows(data).tolist()
+    uids = seam.strings(data, "uid")
+    facts = _row_prompts(data, real)
     n = sum(real)
     world = dist.get_world_size(group) if dist.is_initialized() else 1
     rank = dist.get_rank(group) if dist.is_initialized() else 0
+    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else n, facts)
     everyone = [None] * world
-    mine = [u for u, r in zip(uids, real) if r] if uids is not None else n
     if world > 1:
         dist.all_gather_object(everyone, mine, group=group)
     else:
@@ -116,15 +112,21 @@ def _response_ids(data, group, config) -> tuple[Any, int]:
     ids = torch.full((len(real),), -1, dtype=torch.int64)
     where = torch.tensor(real, dtype=torch.bool)
     if uids is None:
-        offset = sum(int(x) for x in everyone[:rank])
+        offset = sum(int(x) for x, _ in everyone[:rank])
         ids[where] = torch.arange(offset, offset + n, dtype=torch.int64)
-        return ids, int(config.rollout_n)
+        size = int(config.rollout_n)
+        rows = [f for _, fs in everyone for f in fs]
+        firsts = rows[::size]  # global positions: group = position // G
+        return ids, size, Prompts([p for p, _ in firsts], [g for _, g in firsts])
     counts: dict[str, int] = {}
-    flat = [(u, r) for r, us in enumerate(everyone) for u in us]
-    for u, _ in flat:
+    about: dict[str, tuple[str | None, str | None]] = {}
+    flat = [(u, r) for r, (us, _) in enumerate(everyone) for u in us]
+    for (u, _), f in zip(flat, [f for _, fs in everyone for f in fs]):
         counts[u] = counts.get(u, 0) + 1
+        about.setdefault(u, f)
     size = max(counts.values())
-    prompt = {u: i for i, u in enumerate(sorted(counts))}
+    order = sorted(counts)
+    prompt = {u: i for i, u in enumerate(order)}
     j: dict[str, int] = {}
     mine_ids = []
     for u, r in flat:
@@ -133,19 +135,16 @@ def _response_ids(data, group, config) -> tuple[Any, int]:
         if r == rank:
             mine_ids.append(prompt[u] * size + k)
     ids[where] = torch.tensor(mine_ids, dtype=torch.int64)
-    return ids, size
+    return ids, size, Prompts([about[u][0] for u in order], [about[u][1] for u in order])
 
 
 def _add_rollout(acc, data, ids, size: int) -> None:
-    key = next((k for k in REWARD_KEYS if k in data.keys()), None)
-    if key is None:
+    rewards = seam.rollout_rewards(data)
+    if rewards is None:
         return  # no reward in the batch: token telemetry only
     real = ids >= 0
-    mask = _padded(data["response_mask"])[real]
-    # Σ over the response like verl's own score metrics (the agent loop puts the score on the last token).
-    rewards = _padded(data[key], 0.0)[real].sum(-1).double()
-    lengths = mask.sum(-1)
-    acc.add_rollout(rewards, lengths, lengths >= acc.spec.max_response_length, size, response_ids=ids[real])
+    lengths = seam.response_mask(data)[real].sum(-1)
+    acc.add_rollout(rewards[real], lengths, lengths >= acc.spec.max_response_length, size, response_ids=ids[real])
 
 
 def _spec(config, data):
@@ -153,71 +152,54 @@ def _spec(config, data):
 
     opts = dict(getattr(config.policy_loss, "telemetry", None) or {})
     if "max_response_length" not in opts:  # launches set it (rollout.response_length); else the batch width
-        opts["max_response_length"] = int(_padded(data["response_mask"]).shape[-1])
+        opts["max_response_length"] = int(seam.response_mask(data).shape[-1])
     return TelemetrySpec(**opts)
 
 
 def _decoder(config):
-    if _PROC.decode is None:
+    if STATE.decode is None:
         from dhpo_suite.train.telemetry import token_decoder
 
-        tokenizer = getattr(getattr(config, "model_config", None), "tokenizer", None)
-        _PROC.decode = token_decoder(tokenizer) if tokenizer is not None else None
-    return _PROC.decode
+        tokenizer = seam.tokenizer(config)
+        STATE.decode = token_decoder(tokenizer) if tokenizer is not None else None
+    return STATE.decode
 
 
 def run_step(worker, data, update: Callable[[], Any]) -> Any:
     """Run verl's update (`update()`) as one telemetry step of this rank; returns verl's output."""
-    global _CURRENT
-    config = _actor_config(worker)
+    config = seam.actor_config(worker)
     if config is None or not _enabled(config):
         return update()
     from dhpo_suite.train.telemetry import TelemetryAccumulator
 
-    engine = worker.engine
-    group = engine.get_data_parallel_group()
-    ids, size = _response_ids(data, group, config)
-    data[RID_KEY] = ids
+    group = seam.data_parallel_group(worker)
+    ids, size, prompts = _response_ids(data, group, config)
+    seam.set_response_ids(data, ids)
     acc = TelemetryAccumulator(_spec(config, data), decode=_decoder(config))
     _add_rollout(acc, data, ids, size)
-    _CURRENT = _Step(acc)
+    STATE.step = StepTelemetry(acc)
     try:
         output = update()
     finally:
-        _CURRENT = None
+        STATE.step = None
     run_dir = str(config.policy_loss.run_dir)
-    step = _PROC.steps.get(run_dir, _PROC.resumed_at) + 1  # verl's global_steps starts at 1
+    step = STATE.steps_done.get(run_dir, STATE.resumed_at) + 1  # verl's global_steps starts at 1
     merged = _gather(acc, group)
-    if merged is not None and engine.is_mp_src_rank_with_outputs():
-        _write(config, merged, step, acc.decode, output)
-    _PROC.steps[run_dir] = step
+    if merged is not None and seam.writes_outputs(worker):
+        record = merged.to_record(step, grad_norm=_mean(seam.step_metric(output, "grad_norm")),
+                                  lr=_last(seam.step_metric(output, "lr")), decode=acc.decode)
+        prompts.attach(record, size)
+        _writer(config, merged.spec).write_step(record)
+    STATE.steps_done[run_dir] = step
     return output
 
 
-def observe(out, config, micro_batch) -> None:
-    """Add one loss call's ObjectiveOutput to the running step (no-op outside a step)."""
-    step = _CURRENT
-    if step is None or micro_batch is None or RID_KEY not in micro_batch.data.keys():
-        return
-    data = micro_batch.data
-    ids = data[RID_KEY].reshape(-1).cpu()
-    width = out.response_mask.shape[-1]
-    tokens = _padded(data["responses"], 0)
-    tokens = tokens[:, :width] if tokens.shape[-1] >= width else None
-    old = data.get("old_log_probs", None)
-    old = None if old is None else _padded(old, 0.0)
-    old = old[:, :width] if old is not None and old.shape[-1] >= width else None
-    real = ids >= 0
-    if not bool(real.all()):  # padding rows (v1 trainer): no tokens, not responses
-        if not bool(real.any()):
-            return
-        out = _rows(out, real.to(out.response_mask.device))
-        ids, tokens = ids[real], None if tokens is None else tokens[real]
-        old = None if old is None else old[real]
-    epoch = step.seen.get(int(ids[0]), 0)
-    for i in ids.tolist():
-        step.seen[i] = step.seen.get(i, 0) + 1
-    step.acc.add_update(out, response_ids=ids, token_ids=tokens, old_log_prob=old, epoch=epoch)
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _last(values: list[float]) -> float | None:
+    return values[-1] if values else None
 
 
 def _rows(out, keep):
@@ -248,34 +230,24 @@ def _gather(acc, group):
     return reduce_across_ranks(acc, group, dst=0)
 
 
-def _metric(output, name: str, reduce: Callable) -> float | None:
-    from verl.utils import tensordict_utils as tu
-
-    metrics = tu.get(output, "metrics") if output is not None else None
-    values = (metrics or {}).get(name)
-    values = [float(v) for v in (values if isinstance(values, list) else [values]) if v is not None]
-    return reduce(values) if values else None
-
-
-def _write(config, state, step: int, decode, output) -> None:
+def _writer(config, spec):
+    """This process's RunWriter of the run (opened once, resuming the launcher's run directory)."""
     from dhpo_suite.runs import RunWriter
 
     run_dir = str(config.policy_loss.run_dir)
-    if run_dir not in _PROC.writers:
-        _PROC.writers[run_dir] = RunWriter(run_dir, _manifest(config, state.spec), resume=True)
-    grad_norm = _metric(output, "grad_norm", lambda v: sum(v) / len(v))
-    lr = _metric(output, "lr", lambda v: v[-1])
-    _PROC.writers[run_dir].write_step(state.to_record(step, grad_norm=grad_norm, lr=lr, decode=decode))
+    if run_dir not in STATE.writers:
+        STATE.writers[run_dir] = RunWriter(run_dir, _manifest(config, spec), resume=True)
+    return STATE.writers[run_dir]
 
 
 def _manifest(config, spec):
     """The run's manifest: the launcher's (if it wrote one) or one built from the actor config."""
     from dhpo_suite.runs import Manifest, read_manifest
-    from dhpo_suite.train.verl_backend.policy_loss import objective_hparams
-    from dhpo_suite.train.verl_backend.registration import objective_of
+    from dhpo_suite.runs.format import manifest_path
+    from dhpo_suite.train.verl_backend.hparams import objective_hparams
 
     run_dir = Path(config.policy_loss.run_dir)
-    if (run_dir / "manifest.json").exists():
+    if manifest_path(run_dir).exists():
         return read_manifest(run_dir)
     name = objective_of(config.policy_loss.loss_mode)
     model = getattr(getattr(config, "model_config", None), "path", "") or ""
@@ -291,24 +263,25 @@ def _manifest(config, spec):
 # ---- checkpoints ----
 def note_checkpoint_loaded(local_path: str) -> None:
     """verl resumed from `.../global_step_N/...`: the next step is N+1."""
-    match = re.search(r"global_step_(\d+)", str(local_path))
-    if match:
-        _PROC.resumed_at = int(match.group(1))
-        _PROC.steps.clear()
+    step = seam.global_step_of(local_path)
+    if step is not None:
+        STATE.resumed_at = step
+        STATE.steps_done.clear()
 
 
 def export_checkpoint(worker, local_path: str, global_step: int) -> Path | None:
-    """Expose verl's HF export (`<local_path>/huggingface`, saved when actor.checkpoint.save_contents holds
-    hf_model) as the run directory's `checkpoints/step-NNNNNN/` (hard links, copies across filesystems)."""
+    """Expose verl's HF export of a checkpoint as the run directory's `checkpoints/step-NNNNNN/` (hard links,
+    copies across filesystems), marked complete."""
+    import os
     import shutil
 
     import torch.distributed as dist
 
-    config = _actor_config(worker)
+    config = seam.actor_config(worker)
     if config is None or not _enabled(config) or (dist.is_initialized() and dist.get_rank() != 0):
         return None
-    source = Path(local_path) / "huggingface"
-    if not (source / "config.json").exists() or not any(source.glob("*.safetensors")):
+    source = seam.hf_export(local_path)
+    if source is None:
         return None
     from dhpo_suite.runs import checkpoint_path, mark_checkpoint_complete
 
@@ -316,8 +289,6 @@ def export_checkpoint(worker, local_path: str, global_step: int) -> Path | None:
 
     def link(src, dst):
         try:
-            import os
-
             os.link(src, dst)
         except OSError:
             shutil.copy2(src, dst)

@@ -13,7 +13,7 @@ tensors (`tqbridge`). This module runs that path with verl's own code and no tra
 not divide into mini-batches), `PPOTrainer._compute_old_log_prob`, `_compute_advantage` and
 `_update_actor`, on a stand-in trainer whose `actor_rollout_wg` is the worker itself: each call converts
 the KVBatchMeta exactly as a Ray worker does. The only stand-in is the rollout (random tokens, given
-rewards); see local_worker.py.
+rewards); see verl_worker.py.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def stop_tq() -> None:
 
 
 def put_rollout(batch, rewards, step: int):
-    """Store a padded rollout (DataProto from local_worker._rollout) in TQ the way verl's agent loop stores
+    """Store a padded rollout (DataProto from verl_worker._rollout) in TQ the way verl's agent loop stores
     one response per key; returns the trainer's view of it (KVBatchMeta, like ReplayBuffer.sample)."""
     import torch
     import transfer_queue as tq
@@ -69,7 +69,10 @@ def put_rollout(batch, rewards, step: int):
                               metrics=AgentLoopMetrics())
         session = turns[uid] = turns.get(uid, -1) + 1
         field = out.as_dict()
-        field.update(uid=uid, session_id=session, global_steps=step, index=i)  # the prompt row's kwargs
+        # the prompt row's kwargs (verl's RLHFDataset row: its chat and the reward's ground truth among them)
+        field.update(uid=uid, session_id=session, global_steps=step, index=i,
+                     raw_prompt=batch.non_tensor_batch["raw_prompt"][i],
+                     reward_model=batch.non_tensor_batch["reward_model"][i])
         # AgentLoopWorkerTQ._agent_loop_postprocess, text-only:
         input_ids = torch.cat([field["prompts"], field["responses"]])
         field["loss_mask"] = field["response_mask"]

@@ -5,7 +5,7 @@ Each process builds verl's `ActorRolloutRefWorker` (role "actor": FSDP2 engine, 
 would, in one of two layouts (`LocalCase.feed`):
 
 - "v1" (verl's default trainer, `trainer.use_v1=true`): the rollout goes through TransferQueue and the v1
-  trainer's own methods (v1_feed.py), so `update_actor` gets jagged nested tensors, `rm_scores` and
+  trainer's own methods (verl_v1_feed.py), so `update_actor` gets jagged nested tensors, `rm_scores` and
   padding rows, exactly as under Ray. One rank; needs a local Ray instance for TransferQueue.
 - "legacy" (`trainer.use_v1=false`): a padded DataProto (left-padded prompts, right-padded responses,
   `token_level_scores`, `uid`s), old log-probs from the worker's own `compute_log_prob` and group-normalised
@@ -127,9 +127,29 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
     return out
 
 
-def _rollout(case: LocalCase, step: int, vocab: int):
-    """A verl rollout batch (all prompts of the step): DataProto with uid and token_level_scores."""
+def problem(step: int, prompt: int) -> str:
+    """The problem text of a synthetic prompt (its user turn in `raw_prompt`, as verl's RLHFDataset builds it)."""
+    return f"Synthetic problem {prompt} of step {step}: what is {step} + {prompt}?"
+
+
+def gold(step: int, prompt: int) -> str:
+    """Its gold answer (`reward_model.ground_truth`)."""
+    return str(step + prompt)
+
+
+def _objects(values: list):
+    """A 1-D numpy object array (DataProto's non-tensor layout), also when the items are lists."""
     import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):  # item by item: numpy would read a list of lists as a 2-D array
+        out[i] = v
+    return out
+
+
+def _rollout(case: LocalCase, step: int, vocab: int):
+    """A verl rollout batch (all prompts of the step): DataProto with uid, token_level_scores and the dataset
+    row's non-tensor fields verl's trainers carry (raw_prompt, reward_model)."""
     import torch
     from verl import DataProto
 
@@ -150,7 +170,11 @@ def _rollout(case: LocalCase, step: int, vocab: int):
         tensors=dict(prompts=prompts * pmask, responses=responses, input_ids=torch.cat([prompts * pmask, responses], 1),
                      attention_mask=attn, position_ids=(attn.cumsum(1) - 1).clamp(min=0), response_mask=rmask,
                      token_level_scores=scores, token_level_rewards=scores),
-        non_tensors=dict(uid=np.array([f"step{step}-prompt{i // case.group_size}" for i in range(n)], dtype=object)),
+        non_tensors=dict(uid=_objects([f"step{step}-prompt{i // case.group_size}" for i in range(n)]),
+                         raw_prompt=_objects([[{"role": "user", "content": problem(step, i // case.group_size)}]
+                                              for i in range(n)]),
+                         reward_model=_objects([{"style": "rule", "ground_truth": gold(step, i // case.group_size)}
+                                                for i in range(n)])),
     )
     noise = torch.randn(n, r, generator=g) * case.old_log_prob_noise * (torch.arange(n) % 2)[:, None]
     return batch, rewards, noise
@@ -218,7 +242,7 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
     from dhpo_suite.train.objectives import group_advantages
 
     if case.feed == "v1":
-        from dhpo_suite.train.verl_backend import v1_feed
+        from dhpo_suite.testing import verl_v1_feed as v1_feed
 
         if world != 1:
             raise ValueError("feed='v1' runs one rank (TransferQueue needs the Ray trainer to dispatch ranks)")
@@ -329,7 +353,7 @@ def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
 
         torch.distributed.destroy_process_group()
         if case.feed == "v1":
-            from dhpo_suite.train.verl_backend import v1_feed
+            from dhpo_suite.testing import verl_v1_feed as v1_feed
 
             v1_feed.stop_tq()
 

@@ -1,0 +1,10 @@
+"""Harnesses for tests and benchmarks, not used by the product (nothing else in dhpo_suite imports them).
+
+- `verl_worker`: verl's real actor worker (FSDP2 engine, optimizer, the plugin's loss) driven without Ray's
+  trainer, with the batches verl's trainers send (`LocalCase`, `run_local`, `run_distributed`);
+- `verl_v1_feed`: verl's v1 trainer batch path (TransferQueue) in one process, for `verl_worker`.
+
+They import verl's internals freely (they stand in for verl's trainer); the backend itself touches verl only
+through `dhpo_suite/train/verl_backend/seam.py`. They live here rather than under `tests/` because spawned
+worker processes import them by module name, and `tests` is taken by verl's own test package in site-packages.
+"""

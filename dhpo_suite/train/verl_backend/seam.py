@@ -1,0 +1,397 @@
+"""The one module of the backend that knows verl's internals: what we patch, read and call inside verl 0.9.1.
+
+A verl upgrade means auditing this file (and, for CPU runs only, cpu_platform.py); docs/verl.md lists every
+verl internal used here. Everything else of the backend talks to verl through this module, its documented
+public entry points (`python -m verl.trainer.main_ppo`, the `verl.trainer.config` Hydra tree, the
+`verl.plugins` entry point) and the policy-loss call signature of verl's registry.
+
+1. **Patches after import.** Nothing of verl is imported eagerly: `after_import(name, fn)` runs `fn(module)`
+   right after verl finishes importing `name` (a meta-path finder), so processes that never train (vLLM
+   servers, reward workers) pay nothing, and a patched name is in place before any `from ... import ppo_loss`
+   binds it. `install(wiring)` declares every patch in one table.
+2. **The micro-batch.** verl's policy losses never receive the entropy, but their only caller,
+   `verl.workers.utils.losses.ppo_loss`, holds the engine's `model_output` (log-probs, entropies) and the
+   micro-batch `data`. Its wrapper keeps both in `STATE.micro_batch` for the duration of the call.
+3. **One actor update = one telemetry step.** `TrainingWorker.train_mini_batch` (all mini-batches and PPO
+   epochs of one rollout batch) runs inside `wiring.run_step`; `save_checkpoint`/`load_checkpoint` report to
+   `wiring.checkpoint_saved`/`checkpoint_loaded`.
+4. **Reading verl's objects**: the worker's actor config and data-parallel group, the batch's fields (padded
+   (B, T) tensors from the legacy trainer, jagged nested tensors from the v1 trainer's TransferQueue), verl's
+   step metrics, its checkpoint layout, its policy-loss registry and config classes.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from dhpo_suite.train.verl_backend.names import RID_KEY
+from dhpo_suite.train.verl_backend.state import STATE
+
+__all__ = [
+    "REWARD_KEYS", "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy",
+    "micro_batch_rows", "actor_config", "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers",
+    "step_metric", "padded", "strings", "real_rows", "rollout_rewards", "response_mask", "set_response_ids",
+    "prompts_and_golds", "hf_export", "global_step_of", "register_policy_losses", "is_registered",
+    "policy_loss_config_base", "check_config",
+]
+
+_PATCHED = "__dhpo_suite_patched__"
+REWARD_KEYS = ("token_level_scores", "rm_scores", "token_level_rewards")
+"""Where the reward lives, first present wins: legacy trainer, v1 trainer (agent-loop scores), KL-shaped."""
+
+
+# ---- 1. patches after import ----
+class _RunAfter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Runs `STATE.pending_imports[name]` right after module `name` finishes executing."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in STATE.pending_imports:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader_state = {"inner": spec.loader, "outer": spec.loader_state}
+                spec.loader = self
+                return spec
+        return None
+
+    def create_module(self, spec):
+        return spec.loader_state["inner"].create_module(spec)
+
+    def exec_module(self, module) -> None:
+        spec = module.__spec__
+        inner = spec.loader_state["inner"]
+        spec.loader_state = spec.loader_state["outer"]
+        spec.loader = module.__loader__ = inner
+        inner.exec_module(module)
+        for callback in STATE.pending_imports.pop(spec.name, []):
+            callback(module)
+
+
+_FINDER = _RunAfter()  # stateless: the callbacks live in STATE
+
+
+def after_import(module_name: str, callback: Callable[[Any], None]) -> None:
+    """Call `callback(module)` now if `module_name` is imported, else right after it is."""
+    if module_name in sys.modules:
+        callback(sys.modules[module_name])
+        return
+    STATE.pending_imports.setdefault(module_name, []).append(callback)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the plugin runs inside verl (plugin.py builds it): the backend's functions the patches call."""
+
+    policy_losses: Callable[[], dict[str, Callable]]
+    """-> {loss mode: verl policy-loss function}, registered when verl's registry module loads."""
+    run_step: Callable[[Any, Any, Callable[[], Any]], Any]
+    """(worker, data, update) -> update(): one actor update as one telemetry step."""
+    checkpoint_saved: Callable[[Any, str, int], Any]
+    """(worker, local_path, global_step) after verl saved a checkpoint."""
+    checkpoint_loaded: Callable[[str], None]
+    """(local_path) after verl loaded a checkpoint (a resume)."""
+    patch_tracking: Callable[[Any], None]
+    """(verl.utils.tracking): our telemetry joins verl's trainer.logger (wraps its Tracking class)."""
+
+
+def install(wiring: Wiring) -> None:
+    """Every patch the plugin applies to verl (idempotent), each right after verl imports its module."""
+    after_import("verl.trainer.ppo.core_algos", lambda m: register_policy_losses(wiring.policy_losses(), m))
+    after_import("verl.workers.utils.losses", _patch_ppo_loss_name)
+    after_import("verl.trainer.distillation.losses", _patch_ppo_loss_name)
+    after_import("verl.workers.engine_workers", functools.partial(_patch_training_worker, wiring=wiring))
+    after_import("verl.utils.tracking", wiring.patch_tracking)
+
+
+# ---- 2. the micro-batch of the running loss call ----
+@dataclass(frozen=True)
+class MicroBatch:
+    """What `ppo_loss` holds for one micro-batch: the engine's model_output and the micro-batch data."""
+
+    model_output: Any
+    data: Any
+
+
+def current_micro_batch() -> MicroBatch | None:
+    """The micro-batch whose `ppo_loss` call is running, or None outside one."""
+    return STATE.micro_batch.get()
+
+
+def _wrap_ppo_loss(ppo_loss: Callable) -> Callable:
+    if getattr(ppo_loss, _PATCHED, False):
+        return ppo_loss
+
+    @functools.wraps(ppo_loss)
+    def ppo_loss_with_micro_batch(config, model_output, data, dp_group=None):
+        token = STATE.micro_batch.set(MicroBatch(model_output, data))
+        try:
+            return ppo_loss(config, model_output, data, dp_group)
+        finally:
+            STATE.micro_batch.reset(token)
+
+    setattr(ppo_loss_with_micro_batch, _PATCHED, True)
+    return ppo_loss_with_micro_batch
+
+
+def _patch_ppo_loss_name(module) -> None:
+    """Rebind `module.ppo_loss` (verl's losses module and every module that imported the name)."""
+    if hasattr(module, "ppo_loss"):
+        module.ppo_loss = _wrap_ppo_loss(module.ppo_loss)
+
+
+def micro_batch_entropy(log_prob):
+    """Per-token entropy (B, T) of the micro-batch whose loss is being computed, or None if verl did not
+    compute it (`actor.calculate_entropy=false`). Raises if no micro-batch is stashed or it does not
+    match `log_prob` (B, T), i.e. if the entropy would belong to another micro-batch."""
+    import torch
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    mb = current_micro_batch()
+    if mb is None:
+        raise RuntimeError(
+            "dhpo_suite: no micro-batch in scope: the loss was not called through verl's ppo_loss, or the "
+            "dhpo_suite plugin was imported after verl.workers.utils.losses bound ppo_loss "
+            "(check VERL_USE_EXTERNAL_PLUGINS)"
+        )
+    entropy = mb.model_output.get("entropy", None)
+    if entropy is None:
+        return None
+    stashed = no_padding_2_padding(mb.model_output["log_probs"], mb.data)
+    if stashed.shape != log_prob.shape or not torch.equal(stashed, log_prob):
+        raise RuntimeError(
+            f"dhpo_suite: stashed micro-batch (log_prob {tuple(stashed.shape)}) does not match the loss "
+            f"input {tuple(log_prob.shape)}: refusing to use entropy from another micro-batch"
+        )
+    return no_padding_2_padding(entropy, mb.data)
+
+
+def micro_batch_rows(mb: MicroBatch, width: int):
+    """(response ids (B,), token ids (B, width) or None, old log-probs (B, width) or None) of a micro-batch
+    that carries response ids (None otherwise): what telemetry needs beside the loss's ObjectiveOutput."""
+    data = mb.data
+    if RID_KEY not in data.keys():
+        return None
+    ids = data[RID_KEY].reshape(-1).cpu()
+    tokens = padded(data["responses"], 0)
+    tokens = tokens[:, :width] if tokens.shape[-1] >= width else None
+    old = data.get("old_log_probs", None)
+    old = None if old is None else padded(old, 0.0)
+    old = old[:, :width] if old is not None and old.shape[-1] >= width else None
+    return ids, tokens, old
+
+
+# ---- 3. the actor worker ----
+def _wrap_method(cls, name: str, make: Callable[[Callable], Callable]) -> None:
+    """Replace cls.name by make(original); functools.wraps keeps verl's @register dispatch attributes."""
+    original = getattr(cls, name)
+    if getattr(original, _PATCHED, False):
+        return
+    wrapper = functools.wraps(original)(make(original))
+    setattr(wrapper, _PATCHED, True)
+    setattr(cls, name, wrapper)
+
+
+def _patch_training_worker(module, wiring: Wiring) -> None:
+    """One TrainingWorker.train_mini_batch call = one telemetry step; checkpoints reported to the wiring."""
+    _patch_ppo_loss_name(module)
+
+    def train_mini_batch(original):
+        return lambda self, data: wiring.run_step(self, data, lambda: original(self, data))
+
+    def save_checkpoint(original):
+        def save(self, local_path, hdfs_path=None, global_step=0, max_ckpt_to_keep=None):
+            result = original(self, local_path, hdfs_path, global_step, max_ckpt_to_keep)
+            wiring.checkpoint_saved(self, local_path, global_step)
+            return result
+
+        return save
+
+    def load_checkpoint(original):
+        def load(self, local_path, hdfs_path=None, del_local_after_load=False):
+            result = original(self, local_path, hdfs_path, del_local_after_load)
+            wiring.checkpoint_loaded(local_path)
+            return result
+
+        return load
+
+    for name, make in (("train_mini_batch", train_mini_batch), ("save_checkpoint", save_checkpoint),
+                       ("load_checkpoint", load_checkpoint)):
+        _wrap_method(module.TrainingWorker, name, make)
+
+
+def actor_config(worker) -> Any | None:
+    """The actor config (verl's ActorConfig dataclass) the worker's loss is bound to, or None."""
+    loss_fn = getattr(worker, "loss_fn", None)
+    config = getattr(loss_fn, "keywords", {}).get("config") if loss_fn is not None else None
+    return config if config is not None and hasattr(config, "policy_loss") else None
+
+
+def data_parallel_group(worker):
+    return worker.engine.get_data_parallel_group()
+
+
+def writes_outputs(worker) -> bool:
+    """True on the ranks verl lets report (under sequence/tensor parallelism only one rank per group)."""
+    return bool(worker.engine.is_mp_src_rank_with_outputs())
+
+
+def tokenizer(config) -> Any | None:
+    return getattr(getattr(config, "model_config", None), "tokenizer", None)
+
+
+def global_normalisers(config) -> dict[str, Any]:
+    """The global normalisers of the current mini-batch that verl hands the loss through the actor config
+    (dp_size, batch_num_tokens, global_batch_size, loss_scale_factor), those that are set."""
+    info = config.global_batch_info
+    keys = ("dp_size", "batch_num_tokens", "global_batch_size", "loss_scale_factor")
+    return {k: info.get(k) for k in keys if info.get(k) is not None}
+
+
+def step_metric(output, name: str) -> list[float]:
+    """verl's per-micro-batch values of metric `name` in a `train_mini_batch` output (grad_norm, lr)."""
+    from verl.utils import tensordict_utils as tu
+
+    metrics = tu.get(output, "metrics") if output is not None else None
+    values = (metrics or {}).get(name)
+    return [float(v) for v in (values if isinstance(values, list) else [values]) if v is not None]
+
+
+# ---- 4. the batch of one actor update ----
+def padded(value, fill=0):
+    """A batch field as a padded (B, T) tensor: the v1 trainer hands jagged nested tensors (TransferQueue)."""
+    return value.to_padded_tensor(fill) if getattr(value, "is_nested", False) else value
+
+
+def _objects(data, key: str) -> list | None:
+    """A non-tensor field as a Python list (numpy array, NonTensorStack or list, depending on the path)."""
+    if key not in data.keys():
+        return None
+    value = data[key]
+    value = value.tolist() if hasattr(value, "tolist") else list(value)
+    return [getattr(v, "data", v) if type(v).__name__ == "NonTensorData" else v for v in value]
+
+
+def strings(data, key: str) -> list[str] | None:
+    values = _objects(data, key)
+    return None if values is None else [str(v) for v in values]
+
+
+def real_rows(data):
+    """(N,) bool: rows with at least one response token (False for the v1 trainer's padding rows)."""
+    return response_mask(data).sum(-1) > 0
+
+
+def response_mask(data):
+    return padded(data["response_mask"])
+
+
+def rollout_rewards(data):
+    """(N,) float64: each row's reward, Σ over the response of the first reward field present like verl's own
+    score metrics (the agent loop puts the score on the last token); None without a reward field."""
+    key = next((k for k in REWARD_KEYS if k in data.keys()), None)
+    return None if key is None else padded(data[key], 0.0).sum(-1).double()
+
+
+def set_response_ids(data, ids) -> None:
+    """Attach response ids (N,) to the batch: they travel with the rows through verl's reshuffles to the loss."""
+    data[RID_KEY] = ids
+
+
+def _last_user_turn(messages) -> str | None:
+    if isinstance(messages, str):
+        return messages
+    if hasattr(messages, "tolist"):
+        messages = messages.tolist()
+    users = [m.get("content") for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return str(users[-1]) if users else None
+
+
+def _gold(reward_model) -> str | None:
+    truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else None
+    if hasattr(truth, "tolist"):  # a list column comes back from Parquet as a numpy array
+        truth = truth.tolist()
+    if isinstance(truth, (list, tuple)):
+        return " | ".join(str(t) for t in truth) or None
+    return None if truth is None else str(truth)
+
+
+def prompts_and_golds(data) -> tuple[list[str | None], list[str | None]] | None:
+    """Each row's problem (the last user turn of verl's `raw_prompt`, the chat RLHFDataset built) and gold
+    answer (`reward_model.ground_truth`, what the reward grades against); None when the batch has neither."""
+    raw, rm = _objects(data, "raw_prompt"), _objects(data, "reward_model")
+    if raw is None and rm is None:
+        return None
+    n = len(raw if raw is not None else rm)
+    prompts = [_last_user_turn(r) for r in raw] if raw is not None else [None] * n
+    golds = [_gold(r) for r in rm] if rm is not None else [None] * n
+    return prompts, golds
+
+
+# ---- checkpoints ----
+def hf_export(local_path: str) -> Path | None:
+    """verl's HF export of a checkpoint (`<local_path>/huggingface`, written when actor.checkpoint.save_contents
+    holds hf_model), or None when it holds no complete model."""
+    source = Path(local_path) / "huggingface"
+    if not (source / "config.json").exists() or not any(source.glob("*.safetensors")):
+        return None
+    return source
+
+
+def global_step_of(local_path: str) -> int | None:
+    """verl's global step of a checkpoint path (`.../global_step_N/...`), or None."""
+    match = re.search(r"global_step_(\d+)", str(local_path))
+    return int(match.group(1)) if match else None
+
+
+# ---- verl's policy-loss registry and config classes ----
+def register_policy_losses(losses: dict[str, Callable], registry_module=None) -> list[str]:
+    """Register `losses` {mode: fn} in verl's POLICY_LOSS_REGISTRY (idempotent); returns the modes."""
+    if registry_module is None:
+        from verl.trainer.ppo import core_algos as registry_module
+
+    for mode, fn in losses.items():
+        registry_module.register_policy_loss(mode)(fn)
+    return list(losses)
+
+
+def is_registered(mode: str) -> bool:
+    from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
+
+    return mode in POLICY_LOSS_REGISTRY
+
+
+def policy_loss_config_base() -> type:
+    """verl's PolicyLossConfig, the class `actor.policy_loss` is built as (we subclass it: config.py)."""
+    from verl.workers.config import PolicyLossConfig
+
+    return PolicyLossConfig
+
+
+def check_config(cfg) -> dict[str, Any]:
+    """Check a composed `ppo_trainer` config with verl's own validation and config dataclasses (nothing is
+    launched); returns the actor, rollout and algorithm dataclasses."""
+    import contextlib
+    import io
+    import warnings
+
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+
+    # verl prints "checks passed" and warns that GRPO disables the critic; failures raise, with the reason.
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    return {name: omega_conf_to_dataclass(section) for name, section in (
+        ("actor", cfg.actor_rollout_ref.actor), ("rollout", cfg.actor_rollout_ref.rollout),
+        ("algorithm", cfg.algorithm))}
