@@ -27,6 +27,7 @@ import psutil
 import pytest
 
 from dhpo_suite.runs import RunReader, read_manifest
+from dhpo_suite.train.verl_backend.data import INSTRUCTION
 from dhpo_suite.train.verl_backend.reward import compute_score
 
 pytestmark = pytest.mark.slow
@@ -118,6 +119,17 @@ def test_rewards_are_the_graders_verdicts(dhpo_e_run, tiny_model_dir):
             assert s["reward"] == compute_score("problems", text, "5")["score"], text
 
 
+def test_every_kept_response_records_its_problem_and_gold(dhpo_e_run):
+    # The problem as the user turn showed it (verl's raw_prompt, from the Parquet `data prepare` wrote) and the
+    # gold the reward graded against (reward_model.ground_truth): one problem per group of rollout.n = 2.
+    asked = {p["problem"] + INSTRUCTION for p in PROBLEMS}
+    reader = RunReader(dhpo_e_run)
+    for step in (1, 2):
+        kept = reader.responses(step)
+        assert len(kept) == 4 and set(kept["prompt"]) <= asked and set(kept["gold"]) == {"5"}, kept[["prompt", "gold"]]
+        assert kept.groupby(kept["response_id"] // 2)["prompt"].nunique().eq(1).all()
+
+
 def test_final_checkpoint_is_exported_and_loads(dhpo_e_run):
     ckpts = RunReader(dhpo_e_run).checkpoints()
     assert list(ckpts) == [2]
@@ -163,10 +175,14 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
 
 def test_the_dashboard_opens_the_run(dhpo_e_run, monkeypatch):
     from dhpo_suite.dashboard.registry import PAGES
-    from tests.dashboard.dash_helpers import no_errors, open_page
+    from tests.dashboard.dash_helpers import no_errors, open_page, texts
 
     for page in PAGES:
         at = open_page(monkeypatch, dhpo_e_run.parent, page.file)
         no_errors(at)
         if page.file == "runs.py":
             assert any("dhpo-e" in str(df.value) for df in at.dataframe), "the runs table does not list the run"
+        if page.file == "rollouts.py":  # the responses view: each response under its problem and gold answer
+            shown = texts(at)
+            assert "**Gold answer** `5`" in shown, shown[-2000:]
+            assert any(f"**Prompt** {p['problem']}" in shown for p in PROBLEMS), shown[-2000:]
