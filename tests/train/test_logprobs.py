@@ -8,8 +8,13 @@ import torch
 from dhpo_suite.train.embedded.logprobs import chunked_logprobs_entropy, response_logprobs
 
 
+@pytest.mark.parametrize("recompute", [True, False])
 @pytest.mark.parametrize("chunk", [1, 3, 7, 1000])
-def test_chunked_equals_full_log_softmax_fp64(chunk):
+def test_chunked_equals_full_log_softmax_fp64(chunk, recompute, monkeypatch):
+    """Both backward paths: chunks recomputed under activation checkpointing (large vocabularies) or kept."""
+    from dhpo_suite.train.embedded import logprobs
+
+    monkeypatch.setattr(logprobs, "KEEP_LOGITS_BYTES", 0 if recompute else 2**30)
     torch.manual_seed(0)
     head = torch.nn.Linear(8, 11, bias=False).double()
     hidden = torch.randn(10, 8, dtype=torch.float64, requires_grad=True)

@@ -1,6 +1,10 @@
 """Rollout: G samples per prompt at the run's temperature (the paper's 1.0 by default) with Hugging Face
 `generate` (KV cache). The rollout records its temperature: the update scores π_old, π and the entropy at it.
 
+The G rows of a prompt share its tokens: the prompt's KV cache (all but its last token) is computed once per
+prompt and repeated for its rows before `generate` (`share_prompts`), which then runs the last prompt token and
+the decode steps as usual. Same sampling: the same processed scores up to fp32 rounding, the same seeded draws.
+
 Why HF generate and not vLLM on CPU: docs/train.md, "Rollout engine" (measured by benchmarks/train.py).
 """
 
@@ -45,13 +49,31 @@ def _left_pad(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tens
     return ids, mask
 
 
+def _prompt_cache(model, prompts: list[list[int]], group_size: int, pad: int):
+    """A DynamicCache of each prompt's first P - 1 (left-padded) tokens, computed once and repeated for its
+    `group_size` rows; None when there is nothing to share (G = 1 or one-token prompts)."""
+    from transformers import DynamicCache
+
+    ids, mask = _left_pad(prompts, pad)
+    if group_size == 1 or ids.shape[1] < 2:
+        return None
+    cache = DynamicCache(config=model.config)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)  # as generate's: pad positions do not matter (masked)
+    model.get_decoder()(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+                        past_key_values=cache, use_cache=True)
+    cache.batch_repeat_interleave(group_size)
+    return cache
+
+
 @torch.no_grad()
 def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_tokens: int, *,
-           temperature: float = 1.0, seed: int = 0, keep_log_probs: bool = False) -> Rollout:
+           temperature: float = 1.0, seed: int = 0, keep_log_probs: bool = False,
+           share_prompts: bool = True) -> Rollout:
     """Sample `group_size` responses for each prompt (token ids), top-p 1.0, no top-k, seeded.
 
     keep_log_probs: also return the log-probs of the sampled tokens under the very scores `generate` drew
     them from (after its temperature), for checking the trainer's scoring; costs (steps, N, vocab) memory.
+    share_prompts: prefill each prompt once for its G rows (module docstring); False prefills every row.
     """
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     pad = eos if pad is None else pad
@@ -60,10 +82,11 @@ def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_
     torch.manual_seed(seed)
     was_training = model.training
     model.eval()
+    cache = _prompt_cache(model, prompts, group_size, pad) if share_prompts else None
     out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=temperature,
                          top_p=1.0, top_k=0, max_new_tokens=max_new_tokens, eos_token_id=eos,
                          pad_token_id=pad, use_cache=True, output_scores=keep_log_probs,
-                         return_dict_in_generate=True)
+                         return_dict_in_generate=True, **({"past_key_values": cache} if cache is not None else {}))
     model.train(was_training)
     P = ids.shape[1]
     seqs = out.sequences
