@@ -1,6 +1,11 @@
 """The reproduction report: each claim of the paper tested on a `dhpo-suite sweep` directory, with intervals.
 
     .venv/bin/python benchmarks/reproduction.py SWEEP_DIR [--doc docs/reproduction.md] [--figures docs/reproduction]
+        [--probes DIR] [--notes FILE]
+
+--probes: a folder of the single-seed runs tried while looking for the setting (their settings and outcomes
+become the report's probe table); --notes: a Markdown file of what those probes taught, quoted verbatim
+(it names no numbers of its own: the numbers are in the table the script computes).
 
 Reads the runs only through dhpo_suite.runs / dhpo_suite.science.compare (the numbers of `dhpo-suite compare`),
 draws small PNG figures (matplotlib) and writes the Markdown report. A verdict follows one rule per claim,
@@ -51,15 +56,56 @@ def clip_table(root: Path, runs: set[str]) -> pd.DataFrame:
     return pd.DataFrame(rows).groupby("label", sort=True).mean()
 
 
+def relative_change(run: pd.DataFrame, metric: str) -> float:
+    """Relative change of `metric` in one run, from its first 3 steps to its last quarter."""
+    g = run.sort_values("step")[metric].dropna()
+    return float(g.tail(max(1, len(g) // 4)).mean() / g.head(3).mean() - 1) if len(g) else float("nan")
+
+
 def fell(scalars: pd.DataFrame, label: str, metric: str) -> tuple[float, bool]:
     """Mean relative change of `metric` from the first 3 steps to the last quarter, over the label's seeds."""
-    changes = []
-    for _, g in scalars[scalars["label"] == label].groupby("seed"):
-        g = g.sort_values("step")
-        early, late = g[metric].head(3).mean(), g[metric].tail(max(1, len(g) // 4)).mean()
-        changes.append(late / early - 1)
+    changes = [relative_change(g, metric) for _, g in scalars[scalars["label"] == label].groupby("seed")]
     change = float(np.mean(changes)) if changes else float("nan")
     return change, change <= -FALL
+
+
+PROBE_SETTINGS = {"algo": "algo", "task": "task", "sft_target": "SFT to", "lr": "lr", "ppo_epochs": "epochs",
+                  "mini_batches": "mini-batches", "prompts_per_step": "prompts", "group_size": "G",
+                  "eval_prompts": "held-out n"}
+
+
+def probe_table(root: Path) -> pd.DataFrame:
+    """One row per run under `root` (the single-seed probes tried before the sweep), in the order they were
+    started: the settings that were varied, the steps run (status "running": stopped by hand), held-out reward
+    before -> best -> after, and the relative change of the token entropy and response length from the first
+    3 steps to the last quarter."""
+    rows = []
+    for s in list_runs(root):
+        if s.manifest is None:
+            continue
+        reader = RunReader(s.path)
+        f = reader.scalars(columns=[cmp.HELDOUT, cmp.HELDOUT_INITIAL, "entropy/mean", "length/mean"])
+        if f.empty:
+            continue
+        c, curve = reader.manifest.config, cmp.heldout_curve(f)
+        rows.append({"probe": s.path.name, "started": reader.manifest.started_at,
+                     **{name: c.get(key) for key, name in PROBE_SETTINGS.items()}, "seed": reader.manifest.seed,
+                     "steps": int(f["step"].max()), "status": reader.manifest.status, "held-out start": curve.iloc[0], "best": curve.max(),
+                     "end": curve.iloc[-1], "entropy start": float(f["entropy/mean"].head(3).mean()),
+                     "entropy change": relative_change(f, "entropy/mean"),
+                     "length change": relative_change(f, "length/mean")})
+    if not rows:
+        return pd.DataFrame()
+    table = pd.DataFrame(rows).sort_values("started")
+    return table.assign(started=pd.to_datetime(table["started"]).dt.strftime("%m-%d %H:%M"))
+
+
+def setting_of(sweep) -> str:
+    """The off-policy degree and the task of the sweep's runs, from its pass-through options."""
+    args = dict(zip(sweep.train_args[::2], sweep.train_args[1::2]))
+    epochs, minis = args.get("--ppo-epochs", "1"), args.get("--mini-batches", "2")
+    return (f"{epochs} PPO epoch(s) × {minis} mini-batches per rollout: every optimizer step after the first of a "
+            f"rollout is off-policy, so ratios can leave their trust regions")
 
 
 def verdict(iv: cmp.Interval, sign: int) -> str:
@@ -161,7 +207,7 @@ def claims(metrics: pd.DataFrame, scalars: pd.DataFrame) -> list[dict]:
     return out
 
 
-def write_report(root: Path, doc: Path, figures: Path) -> str:
+def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = None, notes: Path | None = None) -> str:
     sweep = load_or_create(root, None)
     metrics, scalars, problems = cmp.load_sweep(root)
     unfinished = sorted(metrics.loc[metrics["status"] != "completed", "run"])
@@ -183,6 +229,7 @@ def write_report(root: Path, doc: Path, figures: Path) -> str:
     initial = f"{first.mean():.3f} on average (" + ", ".join(f"seed {k}: {v:.3f}" for k, v in first.items()) + ")"
     rel = figures.relative_to(doc.parent) if figures.is_relative_to(doc.parent) else figures
     counts = metrics.groupby("label").size()
+    task = RunReader(root / metrics["run"].iloc[0]).manifest.task
     lines = [
         "# Reproduction of the paper's claims at toy scale",
         "",
@@ -197,7 +244,7 @@ def write_report(root: Path, doc: Path, figures: Path) -> str:
         f"completed runs used: **{len(metrics)}** (per label: {', '.join(f'{k} {v}' for k, v in counts.items())})"
         + (f"; not completed, left out: {', '.join(unfinished)}" if unfinished else ""),
         f"- every run: `dhpo-suite train {' '.join(sweep.train_args)}` (tiny Qwen3, 0.84 M parameters, SFT "
-        "warm start per seed; `arithmetic` task; the objectives' paper defaults: seq-mean-token-mean "
+        f"warm start per seed; `{task}` task; the objectives' paper defaults: seq-mean-token-mean "
         "aggregation, GRPO ε 0.2, DHPO token/sequence ε 0.2/0.28, GSPO 3e-4/4e-4, GMPO 0.4, CISPO 10/0.2)",
         "- a seed fixes the warm-started model, the prompts and the first rollout for every algorithm "
         "(tested in tests/science/test_sweep.py), so differences are paired over seeds",
@@ -207,8 +254,8 @@ def write_report(root: Path, doc: Path, figures: Path) -> str:
         f"Held-out reward before training (the warm-started model of each seed): {initial}. Every run's "
         "curve is in the figures below.",
         "",
-        "Off-policy updates (two PPO epochs × four mini-batches per rollout) were chosen so ratios leave their "
-        "trust regions; the measured fractions (mean over steps and runs):",
+        f"Off-policy updates ({setting_of(sweep)}); the measured fractions of tokens outside each trust region "
+        "and of tokens whose clip binds (mean over steps and runs):",
         "",
         clip_table(root, set(metrics["run"])).to_markdown(floatfmt=".4f"),
         "",
@@ -224,16 +271,15 @@ def write_report(root: Path, doc: Path, figures: Path) -> str:
               "Paired differences against GRPO over shared seeds:", "",
               markdown_table(cmp.paired_differences(metrics, "grpo")), "",
               "Definitions: " + "; ".join(f"**{k}**: {v}" for k, v in cmp.METRIC_DOCS.items()) + ".", ""]
-    lines += ["## How the setting was chosen, and what it does not cover", "",
-              "With the trainer's defaults (one epoch, two mini-batches, lr 1e-4) clipping binds on < 0.3 % of "
-              "tokens (issue 18), so objectives that differ only in their clipping behave alike; two epochs × "
-              "four mini-batches per rollout make it bind several times as often (table above). Exploratory "
-              "single GRPO runs on seed 0 before the sweep (not part of it) at lr 5e-4 and 1e-3 made the "
-              "policy drift until the training reward fell and entropy rose; the sweep uses lr 2e-4. In none of them, "
-              "over 20-30 steps, did GRPO's entropy or response length fall: the tiny model's warm start "
-              "answers in a fixed two-line format (entropy ≈ 0.1 nats per token from the start), which "
-              "leaves little to collapse. Not covered: longer runs, a harder task, and SmolLM2-135M (a 30-step "
-              "SmolLM2 run takes ~40 min of this shared 2-core machine: a grid did not fit this session).", ""]
+    lines += ["## How the setting was found", ""]
+    if notes is not None:
+        lines += [notes.read_text().strip(), ""]
+    if probes is not None:
+        table = probe_table(probes)
+        lines += [f"The probes (`{probes}`; single seed each, not part of the sweep), in the order they were run; "
+                  "held-out reward before training, at its best and after the last step; entropy and length "
+                  "change: from the first 3 steps to the last quarter:", "",
+                  table.to_markdown(index=False, floatfmt=".3g") if len(table) else "(no probe runs found)", ""]
     if problems:
         lines += ["Files skipped while reading: " + "; ".join(problems), ""]
     text = "\n".join(lines)
@@ -246,8 +292,10 @@ def main() -> None:
     ap.add_argument("sweep", type=Path)
     ap.add_argument("--doc", type=Path, default=Path("docs/reproduction.md"))
     ap.add_argument("--figures", type=Path, default=Path("docs/reproduction"))
+    ap.add_argument("--probes", type=Path, help="folder of the single-seed probe runs (the probe table)")
+    ap.add_argument("--notes", type=Path, help="Markdown: what the probes taught (quoted verbatim)")
     a = ap.parse_args()
-    print(write_report(a.sweep, a.doc, a.figures))
+    print(write_report(a.sweep, a.doc, a.figures, a.probes, a.notes))
     print(json.dumps({"doc": str(a.doc), "figures": sorted(p.name for p in a.figures.glob("*.png"))}))
 
 
