@@ -1,8 +1,11 @@
 """`dhpo-suite train`: the embedded CPU trainer (default) or the verl backend.
 
-Options map one-to-one onto `TrainConfig` fields (help text = the field's docstring). With
-`--backend verl`, `--algo`, `--preset`, `--out`, `--dry-run` and any extra `key=value` arguments are
-forwarded as Hydra overrides to `dhpo_suite.train.verl_backend.launch.run`.
+Options map one-to-one onto `TrainConfig` fields (help text = the field's docstring). The objective's
+settings have one name each, its keyword: `--hp eps_low=0.1` (repeatable; any keyword of the objective)
+or, for the settings that have one, the same name as a flag (`--eps-low 0.1`). Both backends take them:
+with `--backend verl` they become verl overrides (verl_backend/hparams.py), before the extra `key=value`
+arguments, which are forwarded as Hydra overrides to `dhpo_suite.train.verl_backend.launch.run` with
+`--algo`, `--preset`, `--out`, `--dry-run`.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from typing import Optional
 
 import typer
 
-from dhpo_suite.train.embedded.config import TrainConfig
+from dhpo_suite.train.embedded.config import NAMED_HPARAMS, TrainConfig
 
 __all__ = ["register"]
 
 _DOC = TrainConfig.field_docs()
-_VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps")
+_VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps", "hparams", *NAMED_HPARAMS)
+_FLAGS = {"hparams": "--hp"}  # fields whose option is not --<field-name>
 
 
 def _opt(field: str, *names: str):
@@ -38,6 +42,7 @@ def register(app: typer.Typer) -> None:
         seq_eps_low: Optional[float] = _opt("seq_eps_low", "--seq-eps-low"),
         seq_eps_high: Optional[float] = _opt("seq_eps_high", "--seq-eps-high"),
         loss_agg_mode: Optional[str] = _opt("loss_agg_mode", "--loss-agg-mode"),
+        hparams: Optional[list[str]] = typer.Option(None, "--hp", metavar="KEY=VALUE", help=_DOC["hparams"]),
         group_size: int = _opt("group_size", "--group-size", "-G"),
         prompts_per_step: int = _opt("prompts_per_step", "--prompts-per-step"),
         ppo_epochs: int = _opt("ppo_epochs", "--ppo-epochs"),
@@ -74,6 +79,7 @@ def register(app: typer.Typer) -> None:
         from dhpo_suite.train.embedded.config import ConfigError
 
         values = {k: v for k, v in locals().items() if k in _DOC}
+        values["hparams"] = _parse_hp(algo, hparams or [])
         try:
             cfg = TrainConfig(**values).validate()
         except ConfigError as e:
@@ -95,9 +101,22 @@ def _given(ctx: typer.Context) -> frozenset[str]:
     return frozenset(k for k in _DOC if getattr(ctx.get_parameter_source(k), "name", None) in given)
 
 
+def _parse_hp(algo: str, pairs: list[str]) -> dict:
+    """`--hp key=value ...` typed by the objective's signature (an unknown --algo is reported by validate)."""
+    from dhpo_suite.train.objectives import OBJECTIVES
+    from dhpo_suite.train.objectives.registry import parse_hparams
+
+    if not pairs or algo not in OBJECTIVES:
+        return {}
+    try:
+        return parse_hparams(algo, pairs)
+    except ValueError as e:
+        _fail(f"--hp: {e}")
+
+
 def _flag(e) -> str:
     """A ConfigError as the user typed it: `--group-size: must be ...`."""
-    return f"--{e.field.replace('_', '-')}: {e.reason}"
+    return f"{_FLAGS.get(e.field, '--' + e.field.replace('_', '-'))}: {e.reason}"
 
 
 def _fail(message: str) -> None:
@@ -129,10 +148,12 @@ def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], st
         names = ", ".join("--" + k.replace("_", "-") for k in embedded_only)
         _fail(f"{names}: embedded-backend option(s); with --backend verl pass verl overrides as key=value "
               f"arguments (see docs/verl.md)")
+    from dhpo_suite.train.verl_backend.hparams import hparam_overrides
     from dhpo_suite.train.verl_backend.launch import run
 
-    return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + extra, dry_run=dry_run,
-               out=Path(cfg.out) if cfg.out else None, steps=steps)
+    settings = hparam_overrides(cfg.objective_hparams())  # checked by cfg.validate(); the user's extra win
+    return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + settings + extra,
+               dry_run=dry_run, out=Path(cfg.out) if cfg.out else None, steps=steps)
 
 
 def _verl_logger(spec: str) -> list[str]:

@@ -40,8 +40,20 @@ def test_cispo_takes_the_papers_eps_low_of_10():
     """Appendix D: CISPO ε_low = 10 (no lower bound); a trust-region objective still refuses ε_low > 1."""
     cfg = TrainConfig(algo="cispo", eps_low=10.0, eps_high=0.2).validate()
     assert cfg.objective_hparams() == {"eps_low": 10.0, "eps_high": 0.2}
-    with pytest.raises(ConfigError, match="eps_low: must lie in \\[0, 1\\]"):
+    with pytest.raises(ConfigError, match="eps_low: objective 'grpo': eps_low=10.0 must be <= 1"):
         TrainConfig(algo="grpo", eps_low=10.0).validate()
+
+
+def test_any_setting_of_the_objective_by_its_keyword():
+    """--hp takes every keyword of the objective; the named flags are the same names."""
+    cfg = TrainConfig(algo="grpo", eps_high=0.28, hparams={"dual_clip": 3.0}).validate()
+    assert cfg.resolved_hparams() == {"eps_low": 0.2, "eps_high": 0.28, "dual_clip": 3.0,
+                                      "loss_agg_mode": "seq-mean-token-mean"}
+    with pytest.raises(ConfigError) as err:
+        TrainConfig(algo="grpo", hparams={"mixing": "avg"}).validate()
+    assert err.value.field == "hparams" and "it takes: eps_low, eps_high, dual_clip, loss_agg_mode" in str(err.value)
+    with pytest.raises(ConfigError, match="eps_low given twice"):
+        TrainConfig(algo="grpo", eps_low=0.1, hparams={"eps_low": 0.2}).validate()
 
 
 def test_clip_only_for_dhpo():
@@ -83,6 +95,13 @@ def test_cli_entry_point_reports_bad_options():
     (["--bogus", "3"], "unknown option(s) for the embedded backend: --bogus 3"),
     (["--backend", "verl", "--group-size", "4"], "--group-size: embedded-backend option"),
     (["--resume"], "--resume: needs --out"),
+    (["--algo", "grpo", "--hp", "mixing=avg"],
+     "--hp: objective 'grpo' has no hyper-parameter 'mixing'; it takes: eps_low, eps_high, dual_clip, loss_agg_mode"),
+    (["--algo", "grpo", "--hp", "eps_low=abc"], "--hp: objective 'grpo': eps_low='abc' must be a number"),
+    (["--algo", "grpo", "--hp", "eps_low"], "--hp: 'eps_low' is not key=value"),
+    (["--algo", "grpo", "--eps-low", "1.5"], "--eps-low: objective 'grpo': eps_low=1.5 must be <= 1"),
+    (["--algo", "grpo", "--clip", "unified"], "--clip: objective 'grpo' has no hyper-parameter 'clip'"),
+    (["--algo", "dhpo-e", "--hp", "mixing=avg"], "--hp: objective 'dhpo-e': mixing='avg' contradicts the name"),
 ])
 def test_cli_bad_options_exit_2_with_one_clear_line(args, expect):
     out = _cli(*args)
@@ -124,3 +143,18 @@ def test_verl_backend_forwards_algo_and_overrides():
                                    "trainer.total_epochs=3"])
     assert res.exit_code == 0, res.output
     assert "loss_mode=dhpo_suite.gspo" in res.stdout and "trainer.total_epochs=3" in res.stdout
+
+
+def test_verl_backend_takes_the_same_settings():
+    """--eps-low / --hp reach verl's config under one name each; the printed command runs them."""
+    from typer.testing import CliRunner
+
+    from dhpo_suite.cli import app
+
+    res = CliRunner().invoke(app, ["train", "--backend", "verl", "--dry-run", "--algo", "dhpo", "--eps-low", "0.15",
+                                   "--hp", "seq_eps_low=0.1", "--hp", "clip=unified"])
+    assert res.exit_code == 0, res.output
+    command = res.stdout.split()
+    assert "actor_rollout_ref.actor.clip_ratio_low=0.15" in command
+    assert "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1" in command
+    assert "+actor_rollout_ref.actor.policy_loss.hparams.clip=unified" in command

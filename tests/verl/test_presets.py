@@ -6,6 +6,7 @@ import pytest
 
 from dhpo_suite.train.objectives import OBJECTIVES
 from dhpo_suite.train.verl_backend.launch import plan
+from dhpo_suite.train.verl_backend.hparams import objective_hparams
 from dhpo_suite.train.verl_backend.presets import PRESETS, algorithm_settings
 
 # The clip ranges as the paper's Appendix D states them, typed from it (not from the library's defaults):
@@ -57,10 +58,12 @@ def test_every_algorithm_composes_and_verl_accepts_it(preset, tmp_path):
         if algo in APPENDIX_D:
             assert (dc.clip_ratio_low, dc.clip_ratio_high) == APPENDIX_D[algo], algo
         assert dc.calculate_entropy == (algo in ("dhpo", "dhpo-e"))
+        hp = objective_hparams(algo, dc)  # what the loss will use
+        if algo in APPENDIX_D:
+            assert (hp["eps_low"], hp["eps_high"]) == APPENDIX_D[algo], algo
         if algo.startswith("dhpo"):
-            pl_cfg = dc.policy_loss
-            assert (pl_cfg.seq_clip_ratio_low, pl_cfg.seq_clip_ratio_high) == DHPO_SEQUENCE_BRANCH
-            assert pl_cfg.clip == "branch"  # eq. 11
+            assert (hp["seq_eps_low"], hp["seq_eps_high"]) == DHPO_SEQUENCE_BRANCH
+            assert hp["clip"] == "branch"  # eq. 11
         # Appendix D protocol, the same for every algorithm.
         assert (dc.optim.lr, dc.optim.lr_warmup_steps, dc.optim.weight_decay) == (1e-6, 10, 0.1)
         assert (dc.ppo_mini_batch_size, dc.ppo_micro_batch_size_per_gpu) == BATCHES[preset]
@@ -78,21 +81,52 @@ def test_every_algorithm_composes_and_verl_accepts_it(preset, tmp_path):
         assert pl.command[1:3] == ["-m", "verl.trainer.main_ppo"]
 
 
-def test_sapo_uses_verl_tau_fields():
+def test_sapo_uses_verl_tau_fields(tmp_path):
     s = algorithm_settings("sapo")
-    assert s.clip_ratio_low is None and s.tau == (1.0, 1.05)
+    assert dict(s.hparams)["tau_pos"] == 1.0 and dict(s.hparams)["tau_neg"] == 1.05
+    actor = plan("sapo", "qwen3-4b", out=tmp_path).config.actor_rollout_ref.actor
+    assert (actor.tau_pos, actor.tau_neg) == (1.0, 1.05)
 
 
 def test_user_overrides_win_and_reach_the_loss(tmp_path):
-    pl = plan("dhpo", "qwen3-4b", ["+actor_rollout_ref.actor.policy_loss.clip=unified",
-                                   "actor_rollout_ref.actor.clip_ratio_high=0.3"], out=tmp_path)
+    """verl's own names (clip_ratio_high), the objective's keywords (policy_loss.hparams) and the older knob
+    spelling (policy_loss.clip, docs/verl.md before hparams existed) all reach the loss."""
     from verl.utils.config import omega_conf_to_dataclass
 
-    from dhpo_suite.train.verl_backend.policy_loss import objective_hparams
+    for clip in ("+actor_rollout_ref.actor.policy_loss.clip=unified",
+                 "+actor_rollout_ref.actor.policy_loss.hparams.clip=unified"):
+        pl = plan("dhpo", "qwen3-4b", [clip, "actor_rollout_ref.actor.clip_ratio_high=0.3",
+                                       "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1"], out=tmp_path)
+        actor = omega_conf_to_dataclass(pl.config.actor_rollout_ref.actor)
+        hp = objective_hparams("dhpo", actor)
+        assert hp["clip"] == "unified" and hp["eps_high"] == 0.3 and hp["seq_eps_high"] == 0.28
+        assert hp["seq_eps_low"] == 0.1 and hp["eps_low"] == 0.2
 
-    actor = omega_conf_to_dataclass(pl.config.actor_rollout_ref.actor)
-    hp = objective_hparams("dhpo", actor, actor.loss_agg_mode)
-    assert hp["clip"] == "unified" and hp["eps_high"] == 0.3 and hp["seq_eps_high"] == 0.28
+
+def test_hparams_wins_over_verls_field(tmp_path):
+    pl = plan("grpo", "qwen3-4b", ["+actor_rollout_ref.actor.policy_loss.hparams.eps_low=0.1"], out=tmp_path)
+    assert objective_hparams("grpo", pl.config.actor_rollout_ref.actor)["eps_low"] == 0.1
+
+
+@pytest.mark.parametrize("algo, override, expect", [
+    ("grpo", "+actor_rollout_ref.actor.policy_loss.hparams.mixing=avg",
+     "actor.policy_loss.hparams.mixing: objective 'grpo' has no hyper-parameter 'mixing'; it takes: eps_low, "
+     "eps_high, dual_clip, loss_agg_mode"),
+    ("grpo", "+actor_rollout_ref.actor.policy_loss.hparams.eps_low=abc",
+     "actor.policy_loss.hparams.eps_low: objective 'grpo': eps_low='abc' must be a number"),
+    ("grpo", "actor_rollout_ref.actor.clip_ratio_low=1.5", "actor.clip_ratio_low: objective 'grpo': eps_low=1.5 must"),
+    ("sapo", "actor_rollout_ref.actor.tau_neg=0", "actor.tau_neg: objective 'sapo': tau_neg=0 must be > 0"),
+    ("dhpo-e", "+actor_rollout_ref.actor.policy_loss.hparams.mixing=avg", "contradicts the name"),
+    ("dhpo", "+actor_rollout_ref.actor.policy_loss.entropy_scope=batch",  # the old spelling and the new disagree
+     "actor.policy_loss.hparams.entropy_scope='sequence' contradicts actor.policy_loss.entropy_scope='batch'"),
+])
+def test_bad_setting_stops_the_launch_with_one_line_naming_the_key(tmp_path, algo, override, expect):
+    from dhpo_suite.train.verl_backend.launch import LaunchError
+
+    extra = ["+actor_rollout_ref.actor.policy_loss.hparams.entropy_scope=sequence"] if algo == "dhpo" else []
+    with pytest.raises(LaunchError) as err:
+        plan(algo, "qwen3-4b", [override, *extra], out=tmp_path)
+    assert expect in str(err.value) and "\n" not in str(err.value)
 
 
 # verl's loop (trainer_base.PPOTrainer.fit) ends at whichever comes first: total_training_steps, or the end of

@@ -7,10 +7,14 @@ the field. The resolved config (and the objective's resolved hyper-parameters) g
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ConfigError", "TrainConfig", "cache_dir"]
+__all__ = ["ConfigError", "NAMED_HPARAMS", "TrainConfig", "cache_dir"]
+
+NAMED_HPARAMS = ("clip", "eps_low", "eps_high", "seq_eps_low", "seq_eps_high", "loss_agg_mode")
+"""Objective settings that also have a flag of their own (`--eps-low` is `--hp eps_low=`): the same names."""
 
 
 class ConfigError(ValueError):
@@ -45,6 +49,8 @@ class TrainConfig:
     """Sequence-branch ε_high; None: the objective's paper default."""
     loss_agg_mode: str | None = None
     """Loss aggregation (token-mean, seq-mean-token-mean, ...); None: the objective's default."""
+    hparams: dict[str, Any] = field(default_factory=dict)
+    """Any setting of the objective by its keyword (--hp key=value, repeatable: eps_low=0.1, dual_clip=3, ...)."""
     group_size: int = 8
     """G: responses sampled per prompt (group advantages, eq. 1, need G >= 2)."""
     prompts_per_step: int = 16
@@ -117,18 +123,7 @@ class TrainConfig:
             parse_loggers(self.logger)
         except ValueError as e:
             raise ConfigError("logger", str(e)) from None
-        if self.clip is not None:
-            _choice("clip", self.clip, ("branch", "unified"))
-            if not self.algo.startswith("dhpo"):
-                raise ConfigError("clip", f"only DHPO objectives have a clip mode; {self.algo!r} has none")
-        from dhpo_suite.train.objectives.registry import NO_LOWER_BOUND_OK
-
-        for name in ("eps_low", "eps_high", "seq_eps_low", "seq_eps_high"):
-            value = getattr(self, name)
-            # CISPO's ε_low >= 1 means no lower bound (Appendix D uses 10); a trust region needs 1 - ε_low >= 0
-            upper = 1 if name.endswith("low") and not (name == "eps_low" and self.algo in NO_LOWER_BOUND_OK) else 100
-            if value is not None and not (0 <= value <= upper):
-                raise ConfigError(name, f"must lie in [0, {upper}], got {value}")
+        self.resolved_hparams()
         _at_least("group_size", self.group_size, 2)
         for name in ("prompts_per_step", "ppo_epochs", "mini_batches", "steps", "checkpoint_every", "threads",
                      "grader_workers", "chunk_tokens", "train_pool", "eval_prompts"):
@@ -162,10 +157,26 @@ class TrainConfig:
             raise ConfigError("resume", "needs --out: the run directory to continue")
         return self
 
-    def objective_hparams(self) -> dict:
-        """Hyper-parameters passed to get_objective (only those set; the rest keep paper defaults)."""
-        keys = ("clip", "eps_low", "eps_high", "seq_eps_low", "seq_eps_high", "loss_agg_mode")
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+    def objective_hparams(self) -> dict[str, Any]:
+        """The objective settings given (named options and `hparams`); the others keep the paper's defaults."""
+        named = {k: getattr(self, k) for k in NAMED_HPARAMS if getattr(self, k) is not None}
+        for key, value in self.hparams.items():
+            if key in named and named[key] != value:
+                raise ConfigError("hparams", f"{key} given twice: --{key.replace('_', '-')} {named[key]} and "
+                                             f"--hp {key}={value}")
+        return {**named, **self.hparams}
+
+    def resolved_hparams(self) -> dict[str, Any]:
+        """Every setting of the objective, resolved and checked by the objective library (its signature);
+        ConfigError names the option that set a bad one."""
+        from dhpo_suite.train.objectives.registry import HparamError, resolve_hparams
+
+        given = self.objective_hparams()
+        try:
+            return resolve_hparams(self.algo, given)
+        except HparamError as e:
+            from_flag = e.key in NAMED_HPARAMS and getattr(self, e.key) is not None and e.key not in self.hparams
+            raise ConfigError(e.key if from_flag else "hparams", str(e)) from None
 
     def to_dict(self) -> dict:
         return asdict(self)

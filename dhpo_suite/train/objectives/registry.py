@@ -10,6 +10,7 @@ is the one place they are resolved (defaults, an alias's fixed settings, the giv
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
@@ -22,7 +23,7 @@ from dhpo_suite.train.objectives.aggregation import AGG_MODES
 from dhpo_suite.train.objectives.output import ObjectiveOutput
 from dhpo_suite.train.objectives.parts import token_log_ratio
 
-__all__ = ["Inputs", "Objective", "ALIASES", "default_hparams", "get_objective", "hparam_names", "objective_names",
+__all__ = ["Inputs", "HparamError", "Objective", "ALIASES", "default_hparams", "get_objective", "hparam_names", "objective_names",
            "parse_hparam", "parse_hparams", "register_objective", "resolve_hparams"]
 
 
@@ -62,10 +63,21 @@ _POSITIVE = frozenset({"tau_pos", "tau_neg", "dual_clip"})
 # Objectives whose ε_low only truncates a weight (no trust region to keep positive): ε_low >= 1 means no
 # lower bound, as in verl's cispo (the paper's Appendix D sets CISPO's ε_low = 10).
 NO_LOWER_BOUND_OK = frozenset({"cispo"})
+_TRUST_REGION = ("its trust region's lower bound 1-{key} cannot go below 0 (eps_low >= 1, no lower bound, is for "
+                 + ", ".join(sorted(NO_LOWER_BOUND_OK)) + " only)")
+_WHY_BOUNDED = {"eps_low": _TRUST_REGION, "seq_eps_low": _TRUST_REGION}
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "dhpo-a": ("dhpo", {"mixing": "avg"}),
     "dhpo-e": ("dhpo", {"mixing": "entropy"}),
 }
+
+
+class HparamError(ValueError):
+    """A bad objective setting: one line naming the objective and the key (`.objective`, `.key`)."""
+
+    def __init__(self, objective: str, key: str, message: str):
+        self.objective, self.key = objective, key
+        super().__init__(message)
 
 
 def register_objective(name: str) -> Callable:
@@ -77,6 +89,8 @@ def register_objective(name: str) -> Callable:
 
     def deco(fn: Callable[..., ObjectiveOutput]) -> Callable[..., ObjectiveOutput]:
         _REGISTRY[name] = fn
+        _params.cache_clear()
+        _types.cache_clear()
         return fn
 
     return deco
@@ -90,11 +104,13 @@ def _base(name: str) -> tuple[str, dict[str, Any]]:
     return base, fixed
 
 
+@functools.lru_cache(maxsize=None)
 def _params(base: str) -> dict[str, inspect.Parameter]:
     fn = _REGISTRY[base]
     return {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY}
 
 
+@functools.lru_cache(maxsize=None)
 def _types(base: str) -> dict[str, Any]:
     """Each setting's annotation, evaluated (the objectives' modules use `from __future__ import annotations`)."""
     hints = typing.get_type_hints(_REGISTRY[base])
@@ -141,22 +157,21 @@ def _is_instance(value: Any, tp: Any) -> bool:
 def _check_value(name: str, base: str, key: str, value: Any, tp: Any) -> None:
     where = f"objective {name!r}: {key}={value!r}"
     if not _is_instance(value, tp):
-        raise ValueError(f"{where} must be {_type_name(tp)}")
+        raise HparamError(name, key, f"{where} must be {_type_name(tp)}")
     if key in _CHOICES and value not in _CHOICES[key]:
-        raise ValueError(f"{where} is not one of {', '.join(_CHOICES[key])}")
+        raise HparamError(name, key, f"{where} is not one of {', '.join(_CHOICES[key])}")
     if value is None or isinstance(value, str):
         return
     low, high = _BOUNDS.get(key, (None, None))
     if low is not None and value < low:
-        raise ValueError(f"{where} must be a number >= {low}")
+        raise HparamError(name, key, f"{where} must be a number >= {low}")
     if high is not None and value > high:
         if key == "eps_low" and base in NO_LOWER_BOUND_OK:
             return
-        extra = (f": its trust region's lower bound 1-{key} cannot go below 0 (eps_low >= 1, no lower bound, is "
-                 f"for {', '.join(sorted(NO_LOWER_BOUND_OK))} only)") if key.endswith("eps_low") else ""
-        raise ValueError(f"{where} must be <= {high}{extra}")
+        why = _WHY_BOUNDED.get(key, "")
+        raise HparamError(name, key, f"{where} must be <= {high}{why and ': ' + why.format(key=key)}")
     if key in _POSITIVE and not value > 0:
-        raise ValueError(f"{where} must be > 0")
+        raise HparamError(name, key, f"{where} must be > 0")
 
 
 def resolve_hparams(name: str, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -170,9 +185,9 @@ def resolve_hparams(name: str, given: Mapping[str, Any] | None = None) -> dict[s
     values = default_hparams(name)
     for key, value in (given or {}).items():
         if key not in values:
-            raise ValueError(f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(values)}")
+            raise HparamError(name, key, f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(values)}")
         if key in fixed and value != fixed[key]:
-            raise ValueError(f"objective {name!r}: {key}={value!r} contradicts the name ({name!r} means "
+            raise HparamError(name, key, f"objective {name!r}: {key}={value!r} contradicts the name ({name!r} means "
                              f"{key}={fixed[key]!r}; use {base!r} to choose {key})")
         values[key] = value
     tps = _types(base)
@@ -186,7 +201,7 @@ def parse_hparam(name: str, key: str, text: str) -> Any:
     base = _base(name)[0]
     tps = _types(base)
     if key not in tps:
-        raise ValueError(f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(tps)}")
+        raise HparamError(name, key, f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(tps)}")
     tp = tps[key]
     args = typing.get_args(tp)
     if text.strip().lower() in ("none", "null") and (tp is Any or type(None) in args):
@@ -201,7 +216,7 @@ def parse_hparam(name: str, key: str, text: str) -> Any:
                 return candidate(text)
         except ValueError:
             pass
-    raise ValueError(f"objective {name!r}: {key}={text!r} must be {_type_name(tp)}")
+    raise HparamError(name, key, f"objective {name!r}: {key}={text!r} must be {_type_name(tp)}")
 
 
 def parse_hparams(name: str, pairs: Sequence[str]) -> dict[str, Any]:
@@ -211,9 +226,9 @@ def parse_hparams(name: str, pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, text = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ValueError(f"{pair!r} is not key=value (the objective's settings: {', '.join(hparam_names(name))})")
+            raise HparamError(name, key or pair, f"{pair!r} is not key=value (the objective's settings: {', '.join(hparam_names(name))})")
         if key in out:
-            raise ValueError(f"{key} is given twice")
+            raise HparamError(name, key, f"{key} given twice: {pair!r} and {key}={out[key]!r}")
         out[key] = parse_hparam(name, key, text.strip())
     return out
 

@@ -11,7 +11,7 @@ so every knob is an ordinary, typed, validated config field that reaches each wo
 `config.policy_loss.<knob>`. The token branch keeps verl's own `actor.clip_ratio_low/high`, aggregation
 `actor.loss_agg_mode`, SAPO `actor.tau_pos/tau_neg`. Resolving `_target_` imports this module, which
 imports the plugin (registration and hooks), so a broken install fails here, loudly, instead of inside
-verl's silent plugin loader, and a run works even with VERL_USE_EXTERNAL_PLUGINS=none (the hooks patch
+verl's silent plugin loader, and a run works even with VERL_USE_EXTERNAL_PLUGINS=none (the seam patches
 already-imported verl modules in place). `__post_init__` checks the loss name and the knobs with the
 objective library.
 """
@@ -21,18 +21,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from verl.workers.config import PolicyLossConfig
-
-from dhpo_suite.train.verl_backend import plugin, registration  # noqa: F401  (plugin: hooks + registration)
+from dhpo_suite.train.verl_backend import plugin, registration, seam  # noqa: F401  (plugin: installs the patches)
+from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG as TARGET
 
 __all__ = ["DHPOPolicyLossConfig", "TARGET"]
 
-TARGET = "dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig"
 
 @dataclass
-class DHPOPolicyLossConfig(PolicyLossConfig):
+class DHPOPolicyLossConfig(seam.policy_loss_config_base()):
     """verl's PolicyLossConfig plus dhpo-suite's knobs. None means "the objective's paper default"."""
 
+    hparams: dict[str, Any] = field(default_factory=dict)
+    """The objective's settings by its own keywords (eps_low, seq_eps_low, mixing, dual_clip, ...): hparams.py."""
+    # Older spellings of some hparams keys, still read (hparams.LEGACY_KNOBS) so existing scripts run.
     mixing: Optional[str] = None
     """DHPO mixing weight: "avg" (w = avg_weight) or "entropy" (w = g(sg[H]), eq. 10)."""
     clip: Optional[str] = None
@@ -56,9 +57,9 @@ class DHPOPolicyLossConfig(PolicyLossConfig):
         name = registration.objective_of(self.loss_mode)
         if name is not None:
             registration.check_registered(self.loss_mode)
-            from dhpo_suite.train.verl_backend.policy_loss import check_knobs
+            from dhpo_suite.train.verl_backend.hparams import check_hparams
 
-            check_knobs(name, self)
+            check_hparams(name, self)
         if self.telemetry:
             from dhpo_suite.runs import TelemetrySpec
 

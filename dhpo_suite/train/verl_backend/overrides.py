@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from dhpo_suite.train.verl_backend.hparams import VERL_FIELDS, format_value, hparam_overrides
 from dhpo_suite.train.verl_backend.presets import AlgorithmSettings, Preset
 from dhpo_suite.train.verl_backend.registration import loss_mode
 
-__all__ = ["Paths", "hydra_overrides", "compose", "validate", "format_value", "REWARD_PATH"]
+__all__ = ["Paths", "hydra_overrides", "compose", "validate", "check_settings", "format_value", "REWARD_PATH"]
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -38,41 +39,27 @@ class Paths:
     """verl experiment name (defaults to the run directory's name)."""
 
 
-def format_value(value: Any) -> str:
-    """A Python value as a Hydra override value (bools lower-case, None as null, lists in brackets)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, str) and any(c in value for c in " ,=[]{}()'\""):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return str(value)
-
-
 def _pairs(prefix: str, values: dict[str, Any]) -> list[str]:
     return [f"{prefix}.{k}={format_value(v)}" for k, v in values.items()]
 
 
 def algorithm_overrides(algo: AlgorithmSettings, run_dir: str | None, telemetry: dict | None = None) -> list[str]:
-    """The actor's loss settings: loss mode, clip ranges, aggregation, entropy, DHPO knobs, run_dir."""
+    """The actor's loss: loss mode, entropy, the objective's settings (hparams.py), run_dir, telemetry.
+
+    The settings verl has fields for (clip ranges, SAPO's τ, aggregation) are always written, so the composed
+    config shows the values the loss uses where verl users look; the others only where they differ from the
+    objective's defaults, as `+actor.policy_loss.hparams.<key>`.
+    """
     out = _pairs(ACTOR, {
         "policy_loss._target_": POLICY_LOSS_TARGET,
         "policy_loss.loss_mode": loss_mode(algo.objective),
-        "loss_agg_mode": algo.loss_agg_mode,
         "calculate_entropy": algo.needs_entropy,
         "entropy_coeff": 0.0,
         "use_kl_loss": False,
     })
-    if algo.clip_ratio_low is not None:
-        out += _pairs(ACTOR, {"clip_ratio_low": algo.clip_ratio_low, "clip_ratio_high": algo.clip_ratio_high})
-    if algo.tau is not None:
-        out += _pairs(ACTOR, {"tau_pos": algo.tau[0], "tau_neg": algo.tau[1]})
+    changed = algo.changed()
+    out += hparam_overrides({k: v for k, v in algo.hparams if k in VERL_FIELDS or k in changed})
     # `+` adds keys verl's YAML does not have; DHPOPolicyLossConfig declares them.
-    out += ["+" + o for o in _pairs(f"{ACTOR}.policy_loss", dict(algo.knobs))]
     if run_dir is not None:
         out.append(f"+{ACTOR}.policy_loss.run_dir={format_value(run_dir)}")
     if telemetry is not None:
@@ -119,6 +106,17 @@ def preset_overrides(p: Preset, paths: Paths) -> list[str]:
     return out
 
 
+def check_settings(actor) -> None:
+    """The objective's settings as the loss will read them (verl's fields and policy_loss.hparams, hparams.py):
+    a bad one stops the launch with one line naming its config key."""
+    from dhpo_suite.train.verl_backend.hparams import objective_hparams
+    from dhpo_suite.train.verl_backend.registration import objective_of
+
+    name = objective_of(actor.policy_loss.loss_mode)
+    if name is not None:
+        objective_hparams(name, actor)
+
+
 def hydra_overrides(preset: Preset, algo: AlgorithmSettings, paths: Paths) -> list[str]:
     """All overrides for one run, generated from the two frozen dataclasses. (The launcher adds the
     telemetry's response budget once the config is composed: it follows the user's overrides.)"""
@@ -142,18 +140,8 @@ def validate(cfg) -> dict[str, Any]:
     verl's validate_config builds the actor dataclass (our DHPOPolicyLossConfig included) and checks
     batch sizes; the rollout and algorithm sections are turned into their dataclasses too.
     """
-    import contextlib
-    import io
-    import warnings
+    from dhpo_suite.train.verl_backend.seam import check_config
 
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import omega_conf_to_dataclass, validate_config
-
-    # verl prints "checks passed" and warns that GRPO disables the critic; failures raise, with the reason.
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
-    actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
-    rollout = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
-    algorithm = omega_conf_to_dataclass(cfg.algorithm)
-    return {"actor": actor, "rollout": rollout, "algorithm": algorithm}
+    checked = check_config(cfg)
+    check_settings(checked["actor"])
+    return checked

@@ -1,11 +1,12 @@
 """Training presets (paper Appendix D) and per-algorithm loss settings, as frozen dataclasses.
 
 A `Preset` holds the model and the optimisation/rollout protocol; an `AlgorithmSettings` holds what
-the loss needs (objective, clip ranges, aggregation, entropy). Hydra overrides are generated from both
-(overrides.py); nothing is kept by hand beside them. Clip ranges come from the objective library's
-defaults, which are the paper's (Appendix D), so one number lives in one place. The aggregation is one
-setting shared by every algorithm (Appendix D shares all but the clip ranges): the library's
-PAPER_AGG_MODE, `seq-mean-token-mean`, the paper's eqs. 3/6/7.
+the loss needs: the objective and its settings, by the objective's own keywords (clip ranges,
+aggregation, ...), and whether verl must compute the entropy. Hydra overrides are generated from both
+(overrides.py, hparams.py); nothing is kept by hand beside them. Every setting's default is the objective
+library's, which is the paper's (Appendix D), so one number lives in one place. The aggregation is one
+setting shared by every algorithm (Appendix D shares all but the clip ranges): every objective's default is
+the library's PAPER_AGG_MODE, `seq-mean-token-mean`, the paper's eqs. 3/6/7.
 """
 
 from __future__ import annotations
@@ -123,45 +124,36 @@ def get_preset(name: str) -> Preset:
 
 @dataclass(frozen=True)
 class AlgorithmSettings:
-    """What verl's actor needs to run one library objective."""
+    """What verl's actor needs to run one library objective: its name and its resolved settings."""
 
     objective: str
     """Library objective name (loss mode dhpo_suite.<objective>)."""
-    clip_ratio_low: float | None
-    """ε_low of the objective's main ratio (token branch for DHPO); None for SAPO (no clip)."""
-    clip_ratio_high: float | None
-    """ε_high of the objective's main ratio."""
-    loss_agg_mode: str
-    """verl aggregation mode: the same for every algorithm (PAPER_AGG_MODE, eqs. 3/6/7)."""
-    knobs: tuple[tuple[str, Any], ...] = ()
-    """actor.policy_loss.<knob> values (DHPOPolicyLossConfig), e.g. (("mixing", "entropy"), ...)."""
-    tau: tuple[float, float] | None = None
-    """SAPO (τ_pos, τ_neg)."""
+    hparams: tuple[tuple[str, Any], ...]
+    """Every setting of the objective, by its own keyword (resolved and checked by the objective library)."""
     needs_entropy: bool = False
     """verl must compute the per-token entropy in the update (actor.calculate_entropy)."""
 
+    @property
+    def loss_agg_mode(self) -> str:
+        """The aggregation verl is told (actor.loss_agg_mode)."""
+        return dict(self.hparams)["loss_agg_mode"]
 
-def _knobs_of(hparams: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    from dhpo_suite.train.verl_backend.policy_loss import KNOB_TO_HPARAM
+    def changed(self) -> dict[str, Any]:
+        """The settings that differ from the objective's paper defaults."""
+        from dhpo_suite.train.objectives.registry import default_hparams
 
-    return tuple((knob, hparams[hp]) for knob, hp in KNOB_TO_HPARAM.items() if hparams.get(hp) is not None)
+        default = default_hparams(self.objective)
+        return {k: v for k, v in self.hparams if v != default[k]}
 
 
-def algorithm_settings(name: str) -> AlgorithmSettings:
-    """Settings for objective `name`, taken from the library's (paper) defaults; unknown names list the known."""
-    from dhpo_suite.train.objectives import PAPER_AGG_MODE, get_objective
+def algorithm_settings(name: str, **hparams: Any) -> AlgorithmSettings:
+    """Settings for objective `name`: the library's (paper) defaults, overridden by `hparams` (the objective's
+    keywords). Unknown names list the known; a bad setting names the key, the objective and the valid keys."""
+    from dhpo_suite.train.objectives import get_objective
 
-    objective = get_objective(name)  # raises "unknown objective ... known objectives: ..."
-    hp = dict(objective.hparams)
-    return AlgorithmSettings(
-        objective=name,
-        clip_ratio_low=hp.get("eps_low"),
-        clip_ratio_high=hp.get("eps_high"),
-        loss_agg_mode=PAPER_AGG_MODE,  # shared by all algorithms, not each objective's own default
-        knobs=_knobs_of(hp),
-        tau=(hp["tau_pos"], hp["tau_neg"]) if "tau_pos" in hp else None,
-        needs_entropy=objective.needs_entropy,
-    )
+    objective = get_objective(name, **hparams)  # resolves and checks, once
+    return AlgorithmSettings(objective=name, hparams=tuple(objective.hparams.items()),
+                             needs_entropy=objective.needs_entropy)
 
 
 def __getattr__(name: str):
