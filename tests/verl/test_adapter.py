@@ -38,7 +38,8 @@ def _micro_batch(seed: int = 0):
     offsets = td["input_ids"].offsets()
     nested = lambda v: torch.nested.nested_tensor_from_jagged(v, offsets=offsets)  # noqa: E731
     total = int(offsets[-1])
-    out = {"log_probs": nested(-torch.rand(total, generator=g) * 3), "entropy": nested(torch.rand(total, generator=g) * 4)}
+    out = {"log_probs": nested(-torch.rand(total, generator=g) * 3),
+           "entropy": nested(torch.rand(total, generator=g) * 4)}
     return td, out
 
 
