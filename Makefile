@@ -32,9 +32,11 @@ $(STAMP): requirements/constraints.txt requirements/overrides.txt requirements/c
 demo: install
 	$(BIN)/dhpo-suite train
 
-# The lint (rules and line width: pyproject.toml, [tool.ruff]) runs before the tests, with the venv's pinned ruff.
+# The lint (rules and line width: pyproject.toml, [tool.ruff]) runs before the tests, with the venv's pinned ruff;
+# then mypy on the public APIs (the files and strictness: pyproject.toml, [tool.mypy]).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: install lint browser
 	$(BIN)/python -m pytest

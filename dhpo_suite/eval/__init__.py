@@ -4,6 +4,8 @@
     >>> summary = evaluate(Engine("/models/Qwen3-4B-Base"), ["aime24"], "eval-results/qwen3-4b")
 """
 
+from typing import Any
+
 from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, DataError, load_problems
 from dhpo_suite.eval.engine import Engine, EngineOptions
 from dhpo_suite.eval.metrics import METRICS
@@ -12,7 +14,7 @@ __all__ = ["BENCHMARKS", "PAPER_BENCHMARKS", "DataError", "load_problems", "Engi
            "EvalSettings", "evaluate", "regrade"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # The runner pulls the run-directory reader (pandas, numpy); load it on first use so that importing the
     # `eval` command (the CLI's --help) stays fast.
     if name in ("EvalSettings", "evaluate", "regrade"):

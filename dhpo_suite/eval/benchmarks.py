@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from dhpo_suite.eval.sources import (ANSWER_TRANSFORMS, DataError, Problem, hub_problems, normalize_row, read_jsonl,
                                     task_problems)
+
+if TYPE_CHECKING:
+    from dhpo_suite.tasks import Task
 
 __all__ = ["Benchmark", "BENCHMARKS", "PAPER_BENCHMARKS", "ALIASES", "Problem", "DataError", "resolve_benches",
            "load_problems", "read_jsonl", "normalize_row", "ANSWER_TRANSFORMS", "paper_order"]
@@ -59,7 +62,7 @@ class Benchmark:
         return get_task(self.task).bench
 
 
-def _task_benchmark(task) -> Benchmark:
+def _task_benchmark(task: Task) -> Benchmark:
     return Benchmark(task.name, f"dhpo_suite.tasks:{task.name}", "test", template="task", task=task.name,
                      max_new_tokens=task.max_new_tokens)
 
@@ -93,7 +96,7 @@ ALIASES = {"arith": "arithmetic"}
 """Old names still accepted by --bench."""
 
 
-def paper_order(names) -> list[str]:
+def paper_order(names: Iterable[str]) -> list[str]:
     """`names` in Table 1's order (the paper's benchmarks first, in the paper's order), then the others."""
     rank = {b: i for i, b in enumerate(PAPER_BENCHMARKS)}
     names = list(dict.fromkeys(names))

@@ -11,7 +11,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from vllm import SamplingParams
+    from vllm.v1.engine.llm_engine import LLMEngine
 
 __all__ = ["EngineOptions", "Engine", "Request", "Completion"]
 
@@ -122,7 +126,7 @@ class Engine:
         """`requested`, clamped so prompt + response fits the context."""
         return max(1, min(requested, self.max_model_len - prompt_len))
 
-    def stream(self, requests: Iterable[Request], params, max_in_flight: int,
+    def stream(self, requests: Iterable[Request], params: SamplingParams, max_in_flight: int,
                on_step: Callable[[], None] | None = None) -> Iterator[tuple[tuple, list]]:
         """Yield (key, [Completion]) per request, in completion order, keeping <= max_in_flight samples queued.
 
@@ -155,7 +159,7 @@ class Engine:
                     yield req.key, [Completion(req.samples[c.index], c.text, len(c.token_ids),
                                                str(c.finish_reason)) for c in out.outputs]
 
-    def _add(self, engine, req: Request, params, live: dict) -> int:
+    def _add(self, engine: LLMEngine, req: Request, params: SamplingParams, live: dict[str, Request]) -> int:
         ids = list(req.prompt_ids) if req.prompt_ids is not None else self.encode(req.prompt)
         if len(ids) >= self.max_model_len:  # the runner records these as skipped; never echo the prompt
             raise ValueError(f"prompt of {len(ids)} tokens does not fit the context ({self.max_model_len})")

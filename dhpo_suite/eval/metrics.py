@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from math import comb
+from typing import Iterable
 
 from dhpo_suite.runs.eval_results import SKIP_STATUSES
 
@@ -102,6 +103,6 @@ def paper_average(per_bench: dict[str, dict]) -> float:
     return _mean([m[m["headline"]] for m in per_bench.values()])
 
 
-def _mean(xs) -> float:
+def _mean(xs: Iterable[float]) -> float:
     xs = list(xs)
     return float(sum(xs)) / len(xs) if xs else 0.0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, data_source, load_problems, paper_order
 from dhpo_suite.eval.engine import Engine, Request
@@ -23,6 +23,10 @@ from dhpo_suite.eval.prompts import load_template, stop_token_ids
 from dhpo_suite.eval.sink import GradingThread, Sink, skipped_records
 from dhpo_suite.eval.sources import clip
 from dhpo_suite.runs import eval_results as er
+
+if TYPE_CHECKING:
+    from dhpo_suite.eval.sources import Problem
+    from dhpo_suite.grading import GraderPool
 
 __all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "SettingsMismatch", "precheck"]
 
@@ -59,6 +63,8 @@ class EvalSettings:
 
 
 Notify = Callable[[str], None]
+Progress = Callable[[str, int, int], Callable[[int], None]]
+"""progress(benchmark, total samples, samples already done) -> advance(k): k more samples done."""
 
 
 def _config(engine: Engine, settings: EvalSettings) -> dict:
@@ -123,7 +129,8 @@ def _check_stored(stored: list[dict], prompts: dict, problems: dict, path: Path)
                                        f"repair); use the same data, or another --out")
 
 
-def _prepare(engine: Engine, name: str, settings: EvalSettings, config: dict, path: Path, notify: Notify):
+def _prepare(engine: Engine, name: str, settings: EvalSettings, config: dict, path: Path, notify: Notify,
+             ) -> tuple[list[Problem], dict[str, str], dict[str, list[int]], dict[str, Any]]:
     """(problems, prompts, token ids, bench config entry) of one benchmark; the entry checked against config."""
     bench = BENCHMARKS[name]
     template = load_template(settings.template or bench.template)
@@ -139,7 +146,7 @@ def _prepare(engine: Engine, name: str, settings: EvalSettings, config: dict, pa
     return problems, prompts, ids, entry
 
 
-def _skips(problems, ids: dict, max_model_len: int) -> dict[str, tuple[str, str]]:
+def _skips(problems: list[Problem], ids: dict[str, list[int]], max_model_len: int) -> dict[str, tuple[str, str]]:
     """{problem id: (status, one-line reason)} of the problems that cannot be generated."""
     out = {}
     for p in problems:
@@ -152,7 +159,7 @@ def _skips(problems, ids: dict, max_model_len: int) -> dict[str, tuple[str, str]
 
 
 def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, grading: GradingThread,
-                    config: dict, progress, notify: Notify) -> dict:
+                    config: dict, progress: Progress, notify: Notify) -> dict:
     from vllm import SamplingParams
 
     problems, prompts, ids, entry = _prepare(engine, name, settings, config, out_dir / er.CONFIG, notify)
@@ -180,7 +187,7 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
     if not any(missing.values()):
         return bench_metrics(er.read_bench_samples(out_dir, name).records, n)
     if requests:
-        note = _clamp_note(engine, max(len(r.prompt_ids) for r in requests), entry["max_new_tokens"], name)
+        note = _clamp_note(engine, max(len(r.prompt_ids or ()) for r in requests), entry["max_new_tokens"], name)
         if note:
             notify(note)
     params = SamplingParams(n=1, temperature=settings.temperature, top_p=settings.top_p,
@@ -214,7 +221,7 @@ def _no_progress(name: str, total: int, done: int) -> Callable[[int], None]:
 
 
 def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: EvalSettings = EvalSettings(),
-             *, resume: bool = False, progress=_no_progress, notify: Notify = print) -> dict:
+             *, resume: bool = False, progress: Progress = _no_progress, notify: Notify = print) -> dict:
     """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json).
 
     `progress(name, total, done)` returns a callback `advance(k)` (rich bars in the CLI).
@@ -244,21 +251,24 @@ def summarize_dir(out_dir: Path | str) -> dict:
     return summarize(out_dir, _stored_metrics(Path(out_dir), config, {}), config)
 
 
-def _regrade_file(pool, path: Path, grader: str | None, notify: Notify) -> int:
+def _regrade_file(pool: GraderPool, path: Path, grader: str | None, notify: Notify) -> int:
     stored = er.read_samples(path)
     for problem in stored.skipped:
         notify(f"regrade: {problem}")
     graded = [r for r in stored.records if r["status"] not in er.SKIP_STATUSES]  # skipped: nothing to grade
     verdicts = iter(pool.grade_many([(r["response"], r["gold"], grader) for r in graded]))
-    records = [r if r["status"] in er.SKIP_STATUSES else
-               {**r, "extracted": v.extracted, "answer_source": v.answer_source, "correct": bool(v.correct),
-                "status": v.status, "reason": v.reason}
-               for r in stored.records for v in ([None] if r["status"] in er.SKIP_STATUSES else [next(verdicts)])]
+    records = []
+    for r in stored.records:  # in file order; the verdicts follow the graded records
+        if r["status"] not in er.SKIP_STATUSES:
+            v = next(verdicts)
+            r = {**r, "extracted": v.extracted, "answer_source": v.answer_source, "correct": bool(v.correct),
+                 "status": v.status, "reason": v.reason}
+        records.append(r)
     er.rewrite_samples(path, records)
     return len(records)
 
 
-def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, progress=_no_progress,
+def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, progress: Progress = _no_progress,
             notify: Notify = print) -> dict:
     """Re-grade every stored response of `out_dir` (no generation), rewrite the files, re-summarise."""
     out_dir = Path(out_dir)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 __all__ = [
     "FORMAT_VERSION",
@@ -22,6 +23,7 @@ __all__ = [
     "checkpoint_marker",
     "is_checkpoint_complete",
     "parse_step_file",
+    "sorted_step_files",
 ]
 
 FORMAT_VERSION = 1
@@ -71,6 +73,12 @@ def parse_step_file(path: Path) -> int | None:
         return None
     digits = name[len("step-") : -len(".parquet")]
     return int(digits) if digits.isdigit() else None
+
+
+def sorted_step_files(paths: Iterable[Path]) -> list[Path]:
+    """The `step-NNNNNN.parquet` files among `paths`, in step order (anything else left out)."""
+    steps = {p: s for p in paths if (s := parse_step_file(p)) is not None}
+    return sorted(steps, key=steps.__getitem__)
 
 
 def manifest_path(run_dir: Path | str) -> Path:

@@ -75,7 +75,9 @@ def _alive_here(rec: dict) -> bool:
 
 
 def _is_parent(rec: dict | None) -> bool:
-    return bool(rec) and rec.get("host") == platform.node() and rec.get("pid") == os.getppid()
+    if not rec:
+        return False
+    return rec.get("host") == platform.node() and rec.get("pid") == os.getppid()
 
 
 class DirLock:
@@ -145,5 +147,5 @@ class DirLock:
     def __enter__(self) -> "DirLock":
         return self.acquire() if self._fd is None and not self.inherited else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()

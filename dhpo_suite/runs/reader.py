@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -24,6 +24,7 @@ from .format import (
     RunFormatError,
     complete_checkpoints,
     parse_step_file,
+    sorted_step_files,
     step_file,
 )
 from .manifest import Manifest, read_manifest
@@ -70,7 +71,7 @@ class RunReader:
     def _scalar_tables(self, columns: list[str] | None) -> list[pa.Table]:
         folder = self.run_dir / "scalars"
         for _attempt in range(20):  # a concurrent compaction may delete files we listed: list again
-            per_step = sorted((p for p in _listdir(folder) if parse_step_file(p) is not None), key=parse_step_file)
+            per_step = sorted_step_files(_listdir(folder))
             tables: list[pa.Table] = []
             for aside in (p for p in _listdir(folder) if p.name.startswith(f"{SCALARS_COMPACT}.corrupt-")):
                 self._problem(aside, "compacted scalars were unreadable and set aside by the writer; "
@@ -86,7 +87,8 @@ class RunReader:
                 continue
         raise RunFormatError(folder, "scalar files kept changing while reading (is a writer compacting?)")
 
-    def _append(self, tables: list[pa.Table], path: Path, columns, expect_step: int | None = None) -> None:
+    def _append(self, tables: list[pa.Table], path: Path, columns: list[str] | None,
+                expect_step: int | None = None) -> None:
         try:
             t = read_scalars_file(path, columns, expect_step)
         except RunFormatError as e:
@@ -181,13 +183,15 @@ class RunReader:
         dists = self.step_distributions(step)
         outl = self._step_table("outliers", step, OUTLIER_SCHEMA).drop_columns(["step"]).to_pylist()
         rows = self._step_table("samples", step, SAMPLE_SCHEMA).drop_columns(["step"]).to_pylist()
-        samp, from_outliers = [], []
+        samp: list[dict[str, Any]] = []
+        from_outliers: list[dict[str, Any]] = []
         for r in rows:  # optional columns that were not written are left out, as in the record written
             (from_outliers if r.pop("source") == "outlier" else samp).append(
                 {k: v for k, v in r.items() if k not in SAMPLE_OPTIONAL or v is not None})
         return StepRecord(step, scalars, dists, outl, samp, self.trust_regions(step) or {}, from_outliers)
 
-    def _step_table(self, kind: str, step: int, schema: pa.Schema, columns=None, filters=None) -> pa.Table:
+    def _step_table(self, kind: str, step: int, schema: pa.Schema, columns: list[str] | None = None,
+                    filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
         path = step_file(self.run_dir, kind, step)
         try:
             table = _read_parquet(path, columns, filters)
@@ -219,7 +223,7 @@ class RunReader:
             self.problems.append(p)
 
 
-def read_scalars_file(path: Path, columns=None, expect_step: int | None = None) -> pa.Table:
+def read_scalars_file(path: Path, columns: list[str] | None = None, expect_step: int | None = None) -> pa.Table:
     """A scalars Parquet file, checked: integer `step` (exactly [expect_step] for a per-step file), numeric
     metric columns. RunFormatError naming the file otherwise (FileNotFoundError passes through)."""
     t = _read_parquet(path, columns)
@@ -243,7 +247,8 @@ def _listdir(folder: Path) -> list[Path]:
         return []
 
 
-def _read_parquet(path: Path, columns=None, filters=None) -> pa.Table:
+def _read_parquet(path: Path, columns: list[str] | None = None,
+                  filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
     """Read a Parquet file; errors become RunFormatError naming the file, except FileNotFoundError, which
     passes so that callers can tell "compacted away meanwhile" (retry) from "broken"."""
     try:

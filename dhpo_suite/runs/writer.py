@@ -16,6 +16,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +30,7 @@ from .format import (
     checkpoint_marker,
     checkpoint_path,
     parse_step_file,
+    sorted_step_files,
     step_file,
 )
 from .manifest import STATUSES, Manifest, read_manifest, utc_now
@@ -171,8 +173,7 @@ class RunWriter:
 
     def _per_step_scalar_files(self) -> list[Path]:
         folder = self.run_dir / "scalars"
-        files = [p for p in folder.glob("step-*.parquet") if parse_step_file(p) is not None]
-        return sorted(files, key=lambda p: parse_step_file(p))
+        return sorted_step_files(folder.glob("step-*.parquet"))
 
     # ---- checkpoints ----
     def checkpoint_dir(self, step: int) -> Path:
@@ -209,7 +210,8 @@ class RunWriter:
     def __enter__(self) -> "RunWriter":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close("completed")
         elif issubclass(exc_type, KeyboardInterrupt):

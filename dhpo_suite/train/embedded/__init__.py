@@ -4,12 +4,14 @@
     result = train(TrainConfig(algo="dhpo-e", steps=40))      # -> TrainResult(run_dir, ...)
 """
 
+from typing import Any
+
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
 
 __all__ = ["ConfigError", "TrainConfig", "TrainResult", "cache_dir", "train"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # The loop pulls torch and transformers (seconds); load it on first use so that importing the config
     # (the CLI's --help) stays fast.
     if name in ("TrainResult", "train"):

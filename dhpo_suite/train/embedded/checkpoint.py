@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from dhpo_suite.runs.writer import RunWriter
+
+    ModelLoader = Callable[[Path], tuple[PreTrainedModel, PreTrainedTokenizerBase]]
 
 __all__ = ["TRAINER_STATE", "CheckpointError", "Restored", "complete_checkpoints", "load_trainer_state",
            "read_trainer_state", "restore_latest", "save_checkpoint"]
@@ -29,7 +36,9 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message starts with the file or directory."""
 
 
-def save_checkpoint(writer, step: int, model, tokenizer, optimizer, scheduler, generator: torch.Generator) -> Path:
+def save_checkpoint(writer: RunWriter, step: int, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                    optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
+                    generator: torch.Generator) -> Path:
     """Save the model (safetensors), tokenizer and trainer state for `step`; mark it complete last."""
     path = writer.checkpoint_dir(step)
     model.save_pretrained(path, safe_serialization=True)
@@ -51,7 +60,7 @@ def complete_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted(RunReader(run_dir).checkpoints().items(), reverse=True)
 
 
-def read_trainer_state(path: Path) -> dict:
+def read_trainer_state(path: Path) -> dict[str, Any]:
     """The trainer state of a checkpoint dir, read as data only (weights_only=True); CheckpointError if unusable."""
     file = Path(path) / TRAINER_STATE
     try:
@@ -68,7 +77,8 @@ def read_trainer_state(path: Path) -> dict:
     return state
 
 
-def load_trainer_state(state: dict, optimizer, scheduler, generator: torch.Generator) -> int:
+def load_trainer_state(state: dict[str, Any], optimizer: torch.optim.Optimizer,
+                       scheduler: torch.optim.lr_scheduler.LRScheduler, generator: torch.Generator) -> int:
     """Restore optimizer, scheduler and RNG state from `read_trainer_state`'s dict; returns its step."""
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
@@ -78,7 +88,7 @@ def load_trainer_state(state: dict, optimizer, scheduler, generator: torch.Gener
     return int(state["step"])
 
 
-def _python_rng(value) -> tuple:
+def _python_rng(value: Any) -> tuple[Any, ...]:
     """random.getstate()'s (version, tuple of ints, gauss) back from the loaded containers."""
     version, internal, gauss = value
     return int(version), tuple(int(x) for x in internal), gauss
@@ -87,11 +97,12 @@ def _python_rng(value) -> tuple:
 class Restored:
     """The checkpoint a resume starts from: its step, directory, model, tokenizer and trainer state."""
 
-    def __init__(self, step: int, path: Path, model, tokenizer, state: dict) -> None:
+    def __init__(self, step: int, path: Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 state: dict[str, Any]) -> None:
         self.step, self.path, self.model, self.tokenizer, self.state = step, path, model, tokenizer, state
 
 
-def restore_latest(run_dir: Path, load_model: Callable, warn: Callable[[str], None]) -> Restored | None:
+def restore_latest(run_dir: Path, load_model: ModelLoader, warn: Callable[[str], None]) -> Restored | None:
     """The newest complete checkpoint whose trainer state and model both load; older ones on failure.
 
     Each skipped checkpoint gets one warning line. None when the run has no complete checkpoint; CheckpointError

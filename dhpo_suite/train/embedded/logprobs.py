@@ -25,8 +25,13 @@ run) is computed once per prompt instead of once per response.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch.utils.checkpoint import checkpoint
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = ["response_logprobs", "chunked_logprobs_entropy"]
 
@@ -71,7 +76,7 @@ def _vocab(head: torch.nn.Module) -> int:
     return int(weight.shape[0]) if weight is not None else 1 << 30  # unknown head: always checkpoint
 
 
-def response_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_len: int,
+def response_logprobs(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_len: int,
                       chunk_tokens: int = 1024, temperature: float = 1.0,
                       share_prompts: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """input_ids/attention_mask (B, P + T) with prompts left-padded to P -> log-probs, entropies (B, T),
@@ -109,7 +114,8 @@ def _distinct_prompts(input_ids: torch.Tensor, attention_mask: torch.Tensor,
     return first, inverse
 
 
-def _shared_prompt_hidden(model, body, input_ids, attention_mask, positions, P: int, first: torch.Tensor,
+def _shared_prompt_hidden(model: PreTrainedModel, body: torch.nn.Module, input_ids: torch.Tensor,
+                          attention_mask: torch.Tensor, positions: torch.Tensor, P: int, first: torch.Tensor,
                           inverse: torch.Tensor) -> torch.Tensor:
     """(B, T, H) hidden states at positions P-1 .. P+T-2 (those that predict response tokens 0 .. T-1):
     the distinct prompts' forward with a KV cache, the cache repeated per row, then the response tokens."""

@@ -11,8 +11,12 @@ Why HF generate and not vLLM on CPU: docs/train.md, "Rollout engine" (measured b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = ["Rollout", "encode_prompts", "sample"]
 
@@ -36,7 +40,7 @@ class Rollout:
         return self.input_ids[:, self.prompt_len:]
 
 
-def encode_prompts(tokenizer, messages: list[list[dict]]) -> list[list[int]]:
+def encode_prompts(tokenizer: PreTrainedTokenizerBase, messages: list[list[dict]]) -> list[list[int]]:
     """Chat-template each conversation (with the generation prompt) into token ids."""
     texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
     return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
@@ -49,7 +53,7 @@ def _left_pad(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tens
     return ids, mask
 
 
-def _prompt_cache(model, prompts: list[list[int]], group_size: int, pad: int):
+def _prompt_cache(model: PreTrainedModel, prompts: list[list[int]], group_size: int, pad: int) -> DynamicCache | None:
     """A DynamicCache of each prompt's first P - 1 (left-padded) tokens, computed once and repeated for its
     `group_size` rows; None when there is nothing to share (G = 1 or one-token prompts)."""
     from transformers import DynamicCache
@@ -66,7 +70,8 @@ def _prompt_cache(model, prompts: list[list[int]], group_size: int, pad: int):
 
 
 @torch.no_grad()
-def sample(model, tokenizer, prompts: list[list[int]], group_size: int, max_new_tokens: int, *,
+def sample(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompts: list[list[int]], group_size: int,
+           max_new_tokens: int, *,
            temperature: float = 1.0, seed: int = 0, keep_log_probs: bool = False,
            share_prompts: bool = True) -> Rollout:
     """Sample `group_size` responses for each prompt (token ids), top-p 1.0, no top-k, seeded.

@@ -6,11 +6,24 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
+from dhpo_suite.train.embedded.trainer import Trainer, TrainResult
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from dhpo_suite.grading import GraderPool
+    from dhpo_suite.runs.lock import DirLock
+    from dhpo_suite.runs.reader import RunReader
+    from dhpo_suite.runs.writer import RunWriter
+    from dhpo_suite.tasks import Task
+    from dhpo_suite.train.embedded.checkpoint import Restored
+
+    AccuracyFn = Callable[[PreTrainedModel, PreTrainedTokenizerBase], float]
 
 __all__ = ["build", "checkpoint", "finish_if_done", "prepare", "progress_bar", "resolve_model_dir", "resumed_config",
            "run_dir_for", "sft_accuracy_fn", "stored_initial", "writer_lock"]
@@ -43,7 +56,7 @@ def run_dir_for(cfg: TrainConfig) -> Path:
     return out
 
 
-def writer_lock(run_dir: Path, log: Callable[[str], None]):
+def writer_lock(run_dir: Path, log: Callable[[str], None]) -> DirLock:
     """The run directory's one-writer lock, taken (the directory created) before any model is loaded.
 
     ConfigError("out") when the directory cannot be created or written, or another writer holds it.
@@ -85,7 +98,7 @@ def resumed_config(cfg: TrainConfig, stored: dict, explicit: set[str] | frozense
     return dataclasses.replace(base, **{**changes, "resume": True, "out": cfg.out}).validate()
 
 
-def resolve_model_dir(cfg: TrainConfig, task, accuracy_fn, log: Callable[[str], None]) -> Path:
+def resolve_model_dir(cfg: TrainConfig, task: Task, accuracy_fn: AccuracyFn, log: Callable[[str], None]) -> Path:
     """'tiny' -> the cached SFT warm-started tiny model; 'smollm2-135m' -> the converted GGUF; else a checked dir."""
     from dhpo_suite.models import local, smollm2
 
@@ -108,7 +121,9 @@ def prepare(cfg: TrainConfig, explicit: set[str] | frozenset[str] | None = None)
 
     Resuming with --steps below the steps the run already recorded is an error (they would be orphaned).
     """
-    from dhpo_suite.runs import RunFormatError, RunReader, read_manifest
+    from dhpo_suite.runs.format import RunFormatError
+    from dhpo_suite.runs.manifest import read_manifest
+    from dhpo_suite.runs.reader import RunReader
 
     run_dir = run_dir_for(cfg)
     if cfg.resume:
@@ -137,12 +152,13 @@ def _check_tiny_task(cfg: TrainConfig) -> None:
                                   f"(use an arithmetic task, or --model smollm2-135m / a model directory)")
 
 
-def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
+def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> TrainResult | None:
     """When resuming a run whose last complete checkpoint is its final step: nothing to train. Say so with the
     run's recorded figures, mark it completed if a kill left it "running", and return its TrainResult;
     otherwise None."""
-    from dhpo_suite.runs import RunReader, RunWriter, read_manifest
-    from dhpo_suite.train.embedded.step_context import TrainResult
+    from dhpo_suite.runs.manifest import read_manifest
+    from dhpo_suite.runs.reader import RunReader
+    from dhpo_suite.runs.writer import RunWriter
 
     if not cfg.resume:
         return None
@@ -165,7 +181,7 @@ def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
     return TrainResult(run_dir, last, initial, final if final is not None else float("nan"), 0.0)
 
 
-def _stored_last(reader, column: str) -> float | None:
+def _stored_last(reader: RunReader, column: str) -> float | None:
     frame = reader.scalars()
     if column not in frame or frame[column].dropna().empty:
         return None
@@ -176,17 +192,17 @@ def _fmt(x: float | None) -> str:
     return "?" if x is None else f"{x:.3f}"
 
 
-def _lr_lambda(warmup_steps: int):
+def _lr_lambda(warmup_steps: int) -> Callable[[int], float]:
     return lambda s: min(1.0, (s + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
 
 
-def sft_stop_test(cfg: TrainConfig, task) -> dict:
+def sft_stop_test(cfg: TrainConfig, task: Task) -> dict[str, Any]:
     """Everything the warm-start's stop test depends on (the warm-start cache key includes all of it)."""
     return dict(problems=64, problem_seed=cfg.seed + 1, max_new_tokens=cfg.max_new_tokens or task.max_new_tokens,
                 temperature=cfg.temperature, sample_seed=cfg.seed + 11)
 
 
-def sft_accuracy_fn(cfg: TrainConfig, task, pool):
+def sft_accuracy_fn(cfg: TrainConfig, task: Task, pool: GraderPool) -> AccuracyFn:
     """accuracy(model, tokenizer): sampled accuracy on 64 held-out problems (the warm-start's stop test)."""
     from dhpo_suite.train.embedded.reward import heldout_reward
 
@@ -196,7 +212,7 @@ def sft_accuracy_fn(cfg: TrainConfig, task, pool):
                                          temperature=t["temperature"], seed=t["sample_seed"])
 
 
-def restore(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
+def restore(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> Restored | None:
     """Resuming: the newest complete checkpoint that loads (checkpoint.restore_latest), before any worker starts.
 
     None for a new run or a run without a complete checkpoint; ConfigError("resume") when none loads.
@@ -212,16 +228,15 @@ def restore(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]):
         raise ConfigError("resume", str(e)) from None
 
 
-def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None], last=None):
-    """Model, tokenizer, objective, optimizer, problems; `last` (from `restore`): the checkpoint to continue.
-
-    Returns (ctx, first step to run, Manifest, TelemetrySpec, held-out problems).
-    """
+def build(cfg: TrainConfig, run_dir: Path, pool: GraderPool, log: Callable[[str], None],
+          last: Restored | None = None) -> Trainer:
+    """The Trainer: model, tokenizer, objective, optimizer, problems, the run's manifest; `last` (from
+    `restore`): the checkpoint to continue (its model, optimizer, scheduler and RNG state)."""
     from dhpo_suite.models.local import load_model
-    from dhpo_suite.runs import Manifest, TelemetrySpec
+    from dhpo_suite.runs import TelemetrySpec
+    from dhpo_suite.runs.manifest import Manifest
     from dhpo_suite.tasks import get_task
     from dhpo_suite.train.embedded import checkpoint as ckpt
-    from dhpo_suite.train.embedded.step_context import StepContext, StepTimer
     from dhpo_suite.train.objectives import get_objective
 
     task = get_task(cfg.task)
@@ -240,8 +255,6 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None], las
         start = ckpt.load_trainer_state(last.state, optimizer, scheduler, generator) + 1
         log(f"resuming from {last.path} (step {start - 1})")
     problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
-    ctx = StepContext(cfg, task, model, tokenizer, objective, optimizer, scheduler, generator, pool, problems,
-                      max_new, StepTimer())
     spec = TelemetrySpec(max_response_length=max_new)
     manifest = Manifest(algorithm=cfg.algo, hparams={**objective.hparams, "lr": cfg.lr, "group_size": cfg.group_size,
                                                      "prompts_per_step": cfg.prompts_per_step,
@@ -250,12 +263,14 @@ def build(cfg: TrainConfig, run_dir: Path, pool, log: Callable[[str], None], las
                                                      "max_grad_norm": cfg.max_grad_norm},
                         model=str(base_dir), task=cfg.task, backend="embedded", seed=cfg.seed,
                         config=cfg.to_dict(), telemetry=spec.to_dict())
-    return ctx, start, manifest, spec, heldout
+    return Trainer(cfg=cfg, task=task, model=model, tokenizer=tokenizer, objective=objective, optimizer=optimizer,
+                   scheduler=scheduler, generator=generator, pool=pool, problems=problems, heldout=heldout,
+                   max_new_tokens=max_new, start_step=start, manifest=manifest, spec=spec)
 
 
 def stored_initial(run_dir: Path) -> float | None:
     """The held-out reward before training, as recorded in step 1 of a run being resumed."""
-    from dhpo_suite.runs import RunReader
+    from dhpo_suite.runs.reader import RunReader
 
     frame = RunReader(run_dir).scalars()
     col = "eval/heldout_reward_initial"
@@ -264,10 +279,11 @@ def stored_initial(run_dir: Path) -> float | None:
     return float(frame[col].dropna().iloc[0])
 
 
-def checkpoint(writer, ctx, step: int) -> Path:
+def checkpoint(writer: RunWriter, t: Trainer, step: int) -> Path:
+    """Save step `step`'s model, tokenizer and trainer state (checkpoint.save_checkpoint)."""
     from dhpo_suite.train.embedded.checkpoint import save_checkpoint
 
-    return save_checkpoint(writer, step, ctx.model, ctx.tokenizer, ctx.optimizer, ctx.scheduler, ctx.generator)
+    return save_checkpoint(writer, step, t.model, t.tokenizer, t.optimizer, t.scheduler, t.generator)
 
 
 class progress_bar:
@@ -290,6 +306,6 @@ class progress_bar:
         if self.enabled:
             self._p.update(self._task, completed=step, info=f"reward {reward:.2f}  held-out {heldout:.2f}")
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self.enabled:
             self._p.__exit__(*exc)

@@ -13,18 +13,24 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from dhpo_suite.train.embedded.rollout import encode_prompts
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from dhpo_suite.tasks import Task
+
 __all__ = ["SFT_RECIPE", "supervised_batch", "sft_warm_start", "warm_started_tiny_model"]
 
-SFT_RECIPE = dict(lr=3e-3, batch_size=32, check_every=25, pool=1500, version=1)
+SFT_RECIPE: dict[str, Any] = dict(lr=3e-3, batch_size=32, check_every=25, pool=1500, version=1)
 
 
-def supervised_batch(tokenizer, task, problems: list[dict]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def supervised_batch(tokenizer: PreTrainedTokenizerBase, task: Task,
+                     problems: list[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask, labels), each (B, L): chat prompt (labels -100) then solution + eos."""
     prompts = encode_prompts(tokenizer, [task.messages(p) for p in problems])
     answers = [tokenizer(p["solution"] + tokenizer.eos_token, add_special_tokens=False)["input_ids"] for p in problems]
@@ -36,8 +42,8 @@ def supervised_batch(tokenizer, task, problems: list[dict]) -> tuple[torch.Tenso
     return ids, mask, labels
 
 
-def sft_warm_start(model, tokenizer, task, *, target: float, max_steps: int, seed: int,
-                   accuracy: Callable[[object], float], on_check: Callable[[int, float, float], None] | None = None,
+def sft_warm_start(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: Task, *, target: float,
+                   max_steps: int, seed: int, accuracy: Callable[[PreTrainedModel], float], on_check: Callable[[int, float, float], None] | None = None,
                    ) -> tuple[int, float]:
     """Train in place until accuracy(model) >= target (checked every `check_every` steps) or max_steps.
 
@@ -65,7 +71,7 @@ def sft_warm_start(model, tokenizer, task, *, target: float, max_steps: int, see
     return step, acc
 
 
-def _recipe_key(task_name: str, target: float, max_steps: int, seed: int, stop_test: dict) -> str:
+def _recipe_key(task_name: str, target: float, max_steps: int, seed: int, stop_test: dict[str, Any]) -> str:
     """The cache key: the recipe, the model shape, and what the stop test measures (a warm-start stopped by
     accuracy at another temperature or token budget is another model)."""
     from dhpo_suite.models import tiny
@@ -75,8 +81,9 @@ def _recipe_key(task_name: str, target: float, max_steps: int, seed: int, stop_t
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def warm_started_tiny_model(cache: Path, task, *, target: float, max_steps: int, seed: int,
-                            accuracy_fn, stop_test: dict, log: Callable[[str], None] = print) -> Path:
+def warm_started_tiny_model(cache: Path, task: Task, *, target: float, max_steps: int, seed: int,
+                            accuracy_fn: Callable[[PreTrainedModel, PreTrainedTokenizerBase], float],
+                            stop_test: dict[str, Any], log: Callable[[str], None] = print) -> Path:
     """The cached warm-started tiny model for (task, target, seed, stop test), built on first use. Returns its dir.
 
     `accuracy_fn(model, tokenizer) -> float`; `stop_test`: the facts it depends on (sampling temperature,
@@ -96,7 +103,9 @@ def warm_started_tiny_model(cache: Path, task, *, target: float, max_steps: int,
     return final
 
 
-def _build(final: Path, task, *, target, max_steps, seed, accuracy_fn, stop_test, log) -> None:
+def _build(final: Path, task: Task, *, target: float, max_steps: int, seed: int,
+           accuracy_fn: Callable[[PreTrainedModel, PreTrainedTokenizerBase], float], stop_test: dict[str, Any],
+           log: Callable[[str], None]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from dhpo_suite.models.tiny import build_tiny_model

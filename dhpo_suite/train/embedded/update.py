@@ -10,13 +10,26 @@ Per optimizer step (one mini-batch of whole responses):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from dhpo_suite.train.embedded.logprobs import response_logprobs
 from dhpo_suite.train.embedded.rollout import Rollout
 
-__all__ = ["StepBatch", "old_logprobs", "ppo_update"]
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from dhpo_suite.train.objectives import Objective, ObjectiveOutput
+
+__all__ = ["StepBatch", "UpdateTelemetry", "old_logprobs", "ppo_update"]
+
+
+class UpdateTelemetry(Protocol):
+    """What receives each micro-batch's objective output (a TelemetryAccumulator, or the loop's timed one)."""
+
+    def add_update(self, output: ObjectiveOutput, *, response_ids: torch.Tensor, token_ids: torch.Tensor,
+                   old_log_prob: torch.Tensor, epoch: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class StepBatch:
 
 
 @torch.no_grad()
-def old_logprobs(model, rollout: Rollout, chunk_tokens: int, batch: int = 64) -> torch.Tensor:
+def old_logprobs(model: PreTrainedModel, rollout: Rollout, chunk_tokens: int, batch: int = 64) -> torch.Tensor:
     """log π_old of every response token, (N, T), computed once before the update (eval mode, no grad), at the
     rollout's sampling temperature: the sampler's own log-probs."""
     was_training = model.training
@@ -47,8 +60,10 @@ def _trim(t: torch.Tensor, width: int) -> torch.Tensor:
     return t[:, :width]
 
 
-def ppo_update(model, optimizer, scheduler, batch: StepBatch, objective, *, epochs: int, mini_batches: int,
-               max_grad_norm: float, chunk_tokens: int, generator: torch.Generator, telemetry=None,
+def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
+               scheduler: torch.optim.lr_scheduler.LRScheduler, batch: StepBatch, objective: Objective, *,
+               epochs: int, mini_batches: int, max_grad_norm: float, chunk_tokens: int, generator: torch.Generator,
+               telemetry: UpdateTelemetry | None = None,
                micro_batch: int | None = None) -> list[float]:
     """Run `epochs` passes of `mini_batches` optimizer steps; returns the pre-clip gradient norms.
 
@@ -80,15 +95,16 @@ def ppo_update(model, optimizer, scheduler, batch: StepBatch, objective, *, epoc
     return grad_norms
 
 
-def _totals(mask: torch.Tensor) -> dict:
+def _totals(mask: torch.Tensor) -> dict[str, Any]:
     """A mini-batch's global facts for `aggregate` (valid tokens, non-empty responses, width for -norm)."""
     counts = mask.sum(-1)
     return dict(batch_num_tokens=counts.sum().clamp(min=1), global_batch_size=(counts > 0).sum().clamp(min=1),
                 loss_scale_factor=float(max(int(counts.max()), 1)))
 
 
-def _forward_backward(model, objective, batch: StepBatch, idx: torch.Tensor, epoch: int, totals: dict,
-                      chunk_tokens: int, telemetry) -> None:
+def _forward_backward(model: PreTrainedModel, objective: Objective, batch: StepBatch, idx: torch.Tensor, epoch: int,
+                      totals: dict[str, Any], chunk_tokens: int,
+                      telemetry: UpdateTelemetry | None) -> None:
     """Loss of responses `idx` (trimmed to their longest), backward into the accumulated gradients."""
     roll, P = batch.rollout, batch.rollout.prompt_len
     mask = roll.response_mask[idx]
