@@ -148,8 +148,8 @@ def test_cycle_finder_finds_known_cycles():
 
 
 def test_graph_sees_function_level_and_relative_imports():
-    # runs/state.py imports its siblings relatively; the embedded loop imports run_setup inside a function.
-    assert "dhpo_suite.runs.finalize" in _imports("dhpo_suite.runs.state")[0]
+    # telemetry/state.py imports its siblings relatively; the embedded loop imports run_setup inside a function.
+    assert "dhpo_suite.train.telemetry.record" in _imports("dhpo_suite.train.telemetry.state")[0]
     assert "dhpo_suite.train.embedded.run_setup" in _imports("dhpo_suite.train.embedded.loop")[0]
 
 
@@ -169,9 +169,25 @@ def test_grading_is_a_leaf():
 
 
 def test_runs_imports_only_itself():
-    # runs.synthetic asks the objective library for each algorithm's default trust regions (ALGO_BOUNDS, computed
-    # lazily on use); that is the one way out of runs/ today.
-    assert _imports_outside("dhpo_suite.runs") == {"dhpo_suite.runs.synthetic": {"dhpo_suite.train.objectives"}}
+    # runs.synthetic scores its simulated tokens with the objective library and reduces them with the telemetry
+    # (both imported lazily, on use: writing a synthetic record needs torch); that is the one way out of runs/.
+    assert _imports_outside("dhpo_suite.runs") == {
+        "dhpo_suite.runs.synthetic": {"dhpo_suite.train.objectives", "dhpo_suite.train.telemetry"}}
+
+
+def test_telemetry_imports_only_objectives_and_runs():
+    allowed = set(_area("dhpo_suite.train.objectives")) | set(_area("dhpo_suite.runs"))
+    assert {m: sorted(out - allowed) for m, out in _imports_outside("dhpo_suite.train.telemetry").items()
+            if out - allowed} == {}
+
+
+def test_reductions_live_in_telemetry_and_runs_keeps_the_format():
+    # The modules that once held reductions in runs/ stay gone (the numpy twin is the tests' oracle,
+    # tests/telemetry/oracle.py); test_runs_imports_only_itself keeps the format free of the telemetry.
+    gone = {"dhpo_suite.runs.state", "dhpo_suite.runs.finalize", "dhpo_suite.runs.bins", "dhpo_suite.runs.reference"}
+    assert not gone & set(_area("dhpo_suite.runs"))
+    assert set(_area("dhpo_suite.train.telemetry")) >= {"dhpo_suite.train.telemetry.state",
+                                                         "dhpo_suite.train.telemetry.record"}
 
 
 def test_training_backends_are_siblings():

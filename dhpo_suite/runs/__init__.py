@@ -1,4 +1,6 @@
-"""The run directory: writer, reader, step records and the format spec (docs/run-format.md). No torch here.
+"""The run directory: writer, reader, manifest, step records and the format spec (docs/run-format.md). No torch here.
+
+Only the format lives here; the reductions that build a StepRecord live in `dhpo_suite.train.telemetry`.
 
 Names resolve lazily (PEP 562): importing one submodule (say `runs.eval_results` from the evaluator's CLI)
 must not pull the reader's pandas into `dhpo-suite --help`.
@@ -7,14 +9,13 @@ must not pull the reader's pandas into `dhpo-suite --help`.
 from importlib import import_module
 
 _HOMES = {
-    "TelemetrySpec": "bins",
+    "TelemetrySpec": "telemetry_spec",
     "FORMAT_VERSION": "format", "Problem": "format", "RunFormatError": "format", "checkpoint_path": "format",
     "is_checkpoint_complete": "format",
     "Manifest": "manifest", "read_manifest": "manifest",
     "METRICS": "metrics", "describe": "metrics",
     "RunReader": "reader", "RunSummary": "reader", "list_runs": "reader",
     "Histogram": "records", "StepRecord": "records",
-    "TelemetryState": "state",
     "RunWriter": "writer", "mark_checkpoint_complete": "writer",
 }
 

@@ -5,11 +5,12 @@
 Each step simulates a small rollout (prompts × group responses × tokens) with numpy — entropy, log-ratios,
 rewards, lengths — then scores it with the objective library itself (`get_objective(algo)`, its paper
 defaults: the same ratios, mixing weight, trust regions, clipping and per-token loss as a real run; no
-formula is repeated here) and reduces it with the same TelemetryState path as real training
-(dhpo_suite.runs.reference), so metric names, histogram names and edges, outlier and sample schemas are
+formula is repeated here) and reduces it with the same telemetry as real training
+(dhpo_suite.train.telemetry.TelemetryAccumulator), so metric names, histogram names and edges, outlier and sample schemas are
 exactly those of a real run. With `collapse_at=k`, from step k on token entropy shrinks geometrically, the
 policy drifts (|log r| grows, more clipping) and reward stalls: the signature the dashboard's collapse view
-looks for. Importing this module does not import torch; writing a record does (the objective library).
+looks for. Importing this module does not import torch; writing a record does (the objective library and
+the telemetry).
 """
 
 from __future__ import annotations
@@ -19,18 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .bins import TelemetrySpec
 from .manifest import Manifest
-from .reference import add_update_numpy
 from .records import StepRecord
-from .state import TelemetryState
+from .telemetry_spec import TelemetrySpec
 from .writer import RunWriter
 
 __all__ = ["write_synthetic_run", "synthetic_record", "synthetic_manifest", "ALGOS", "ALGO_BOUNDS"]
 
 ALGOS = ("grpo", "gspo", "gmpo", "cispo", "sapo", "dhpo-a", "dhpo-e")
 """The objectives a synthetic run can simulate (each with the library's defaults)."""
-_FIELDS = ("ratio", "low", "high", "outside_low", "outside_high", "binding_low", "binding_high")
 
 
 def __getattr__(name: str):
@@ -117,11 +115,13 @@ def synthetic_record(
     """One simulated step's StepRecord (what TelemetryAccumulator.to_record returns in training)."""
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(ALGOS)}")
+    from dhpo_suite.train.telemetry import TelemetryAccumulator
+
     rng = np.random.default_rng(rng) if isinstance(rng, int) else rng
-    st = TelemetryState(synthetic_spec(max_len))
-    _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_len)
+    acc = TelemetryAccumulator(synthetic_spec(max_len), decode=_decode)
+    _simulate_step(acc, rng, algo, step, collapse_at, prompts, group_size, max_len)
     lr = 1e-6 * min(1.0, step / 10)
-    rec = st.to_record(step, grad_norm=float(rng.gamma(4, 0.1)), lr=lr, decode=_decode)
+    rec = acc.to_record(step, grad_norm=float(rng.gamma(4, 0.1)), lr=lr)
     for row in rec.samples + rec.outlier_responses:  # the prompt and gold answer of the response's group
         group = int(row["response_id"]) // group_size
         a, b = (group * 37 + step) % 90 + 10, (group * 53 + 7 * step) % 90 + 10
@@ -133,7 +133,7 @@ def _decode(ids) -> list[str]:
     return [_WORDS[int(i) % len(_WORDS)] for i in ids]
 
 
-def _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_len) -> None:
+def _simulate_step(acc, rng, algo, step, collapse_at, prompts, group_size, max_len) -> None:
     collapse = 0 if collapse_at is None else max(0, step - collapse_at)
     n = prompts * group_size
     # Rollout: accuracy rises then stalls (and slips) after a collapse.
@@ -144,8 +144,7 @@ def _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_le
     lengths = np.clip(rng.normal(0.5 * max_len + 0.1 * step, 0.2 * max_len, n), 4, max_len).astype(np.int64)
     adv = _group_advantages(rewards, group_size)
     rids = np.arange(n, dtype=np.int64) + step * 1_000_000
-    st.add_responses(response_id=rids, reward=rewards, length=lengths, truncated=lengths >= max_len,
-                     correct=correct, group_id=rids // group_size)
+    acc.add_rollout(rewards, lengths, lengths >= max_len, group_size, response_ids=rids, correct=correct)
     # Tokens: log-normal entropy whose median shrinks 10 %/step after the collapse.
     mask = np.arange(max_len)[None] < lengths[:, None]
     median = 0.6 * 0.9**collapse
@@ -154,12 +153,9 @@ def _simulate_step(st, rng, algo, step, collapse_at, prompts, group_size, max_le
     log_ratio = np.clip(rng.normal(0, drift, (n, max_len)) * (0.3 + np.sqrt(entropy)), -20, 20).astype(np.float32)
     A = np.broadcast_to(adv[:, None], mask.shape).astype(np.float32)
     old_lp = (-entropy * rng.random((n, max_len))).astype(np.float32)
-    out = _score(algo, old_lp, log_ratio, A, mask, entropy)
-    add_update_numpy(
-        st, mask=out["mask"], advantages=A, log_ratio=out["log_ratio"], branches=out["branches"], response_ids=rids,
-        loss_mat=out["loss_mat"], entropy=entropy, w=out["w"], token_ids=rng.integers(0, 14, (n, max_len)),
-        old_log_prob=old_lp,
-    )
+    token_ids = rng.integers(0, 14, (n, max_len))
+    acc.add_update(_score(algo, old_lp, log_ratio, A, mask, entropy), response_ids=rids,
+                   token_ids=_tensor(token_ids), old_log_prob=_tensor(old_lp))
 
 
 def _group_advantages(rewards: np.ndarray, group_size: int) -> np.ndarray:
@@ -171,17 +167,15 @@ def _group_advantages(rewards: np.ndarray, group_size: int) -> np.ndarray:
     return group_advantages(torch.from_numpy(rewards), group_size).numpy()
 
 
-def _score(algo, old_lp, log_ratio, A, mask, entropy) -> dict:
-    """The objective library's per-token output for the simulated tokens, as numpy (add_update_numpy's input)."""
+def _tensor(a: np.ndarray):
     import torch
 
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _score(algo, old_lp, log_ratio, A, mask, entropy):
+    """The objective library's ObjectiveOutput for the simulated tokens."""
     from dhpo_suite.train.objectives import get_objective
 
-    old = torch.from_numpy(old_lp)
-    out = get_objective(algo)(old + torch.from_numpy(log_ratio), old, torch.from_numpy(np.ascontiguousarray(A)),
-                              torch.from_numpy(mask), entropy=torch.from_numpy(entropy))
-    as_np = lambda v: v.numpy() if isinstance(v, torch.Tensor) else v  # noqa: E731
-    branches = {k: {f: as_np(getattr(b, f)) for f in _FIELDS} for k, b in out.branches.items()}
-    w = None if out.mix_weight is None else out.mix_weight.numpy()
-    return {"mask": out.response_mask.numpy(), "log_ratio": out.log_ratio.numpy(), "loss_mat": out.loss_mat.numpy(),
-            "branches": branches, "w": w}
+    old = _tensor(old_lp)
+    return get_objective(algo)(old + _tensor(log_ratio), old, _tensor(A), _tensor(mask), entropy=_tensor(entropy))

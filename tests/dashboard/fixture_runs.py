@@ -13,7 +13,7 @@ import numpy as np
 
 from dhpo_suite.runs import Histogram, Manifest, RunWriter, StepRecord, TelemetrySpec
 from dhpo_suite.runs import eval_results as er
-from dhpo_suite.runs.bins import entropy_edges, log_ratio_edges, weight_edges
+from dhpo_suite.train.telemetry.bins import entropy_edges, log_ratio_edges, weight_edges
 
 SPEC = TelemetrySpec()
 BOUNDS = {"token": (0.8, 1.28), "sequence": (1 - 3e-4, 1 + 4e-4), "mixed": (0.8, 1.28)}

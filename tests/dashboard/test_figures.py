@@ -11,7 +11,7 @@ from dhpo_suite.dashboard.figures import evaluation as fe
 from dhpo_suite.dashboard.figures import outliers as fo
 from dhpo_suite.dashboard.figures.tokens import rollout_html, token_colors
 from dhpo_suite.dashboard.frames import log_ratio_names, sample_steps
-from dhpo_suite.runs.bins import entropy_edges, log_ratio_edges
+from dhpo_suite.train.telemetry.bins import entropy_edges, log_ratio_edges
 
 
 def two_runs(n=10):

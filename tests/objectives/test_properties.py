@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dhpo_suite.train.objectives import AGG_MODES, OBJECTIVES, get_objective
+from dhpo_suite.train.telemetry import clip_flags
 from tests.objectives.batches import make_batch
 
 shapes = st.tuples(st.integers(1, 6), st.integers(1, 12), st.integers(0, 10_000))
@@ -20,10 +21,11 @@ def test_any_batch_gives_a_finite_loss_and_gradient(shape, name, agg, spread):
     assert torch.isfinite(out.loss) and torch.isfinite(g).all()
     assert (g[~mask] == 0).all(), "masked tokens must get no gradient"
     for key, br in out.branches.items():
-        for flag in (br.outside_low, br.outside_high, br.binding_low, br.binding_high):
+        f = clip_flags(br, out.response_mask)
+        for flag in (f.outside_low, f.outside_high, f.binding_low, f.binding_high):
             assert not flag[~mask].any()
         if key != "mixed":  # a clip can only bind where the value is outside its region
-            assert not (br.binding_low & ~br.outside_low).any() and not (br.binding_high & ~br.outside_high).any()
+            assert not (f.binding_low & ~f.outside_low).any() and not (f.binding_high & ~f.outside_high).any()
 
 
 def _split_losses(obj, lp, old, adv, mask, ent, cut):

@@ -12,7 +12,7 @@ import torch
 from dhpo_suite.runs import Manifest, RunReader, RunWriter, TelemetrySpec, list_runs
 from dhpo_suite.runs.format import complete_checkpoints
 from dhpo_suite.train.telemetry import TelemetryAccumulator
-from tests.runs.runs_helpers import random_output
+from tests.telemetry.helpers import random_output
 
 DECODE = lambda ids: [f"<{i}>" for i in ids]  # noqa: E731
 

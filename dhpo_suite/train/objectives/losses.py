@@ -10,19 +10,13 @@ Every function takes the checked `Inputs` of a micro-batch and returns an `Objec
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 
 from dhpo_suite.train.objectives.aggregation import PAPER_AGG_MODE, aggregate
 from dhpo_suite.train.objectives.output import Branch, ObjectiveOutput
-from dhpo_suite.train.objectives.parts import (
-    clipped_surrogate,
-    entropy_weight,
-    report_branch,
-    sequence_log_ratio,
-    sg_sequence_ratio,
-    trust_region_flags,
-)
+from dhpo_suite.train.objectives.parts import clipped_surrogate, entropy_weight, sequence_log_ratio, sg_sequence_ratio
 from dhpo_suite.train.objectives.registry import Inputs, register_objective
 
 
@@ -31,20 +25,16 @@ def _ratios(x: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.exp(x.log_ratio), sg_sequence_ratio(x.log_prob, sequence_log_ratio(x.log_ratio, x.mask))
 
 
-def _info(ratio: torch.Tensor, x: Inputs) -> Branch:
-    """A branch the objective does not clip: reported for diagnosis only."""
-    return report_branch(ratio, x.mask, x.adv, None, None)
-
-
-def _output(x: Inputs, loss_mat: torch.Tensor, mode: str, branches: dict, w: torch.Tensor | None = None):
-    loss = aggregate(loss_mat, x.mask, mode, **x.agg)
+def _output(x: Inputs, loss_mat: torch.Tensor, mode: str, w: torch.Tensor | None = None,
+            **branches: Branch) -> ObjectiveOutput:
+    """The aggregated loss and the detached per-token tensors telemetry reads."""
     return ObjectiveOutput(
-        loss=loss,
+        loss=aggregate(loss_mat, x.mask, mode, **x.agg),
         loss_mat=loss_mat.detach(),
         response_mask=x.mask,
         advantages=x.adv,
         log_ratio=x.log_ratio.detach(),
-        branches=branches,
+        branches={k: replace(b, ratio=b.ratio.detach()) for k, b in branches.items()},
         mix_weight=None if w is None else w.detach(),
         entropy=x.entropy,
         nonfinite=x.nonfinite,
@@ -76,26 +66,23 @@ def dhpo(
     """
     r, s = _ratios(x)
     w = entropy_weight(x.entropy, x.mask, entropy_scope) if mixing == "entropy" else torch.full_like(r, avg_weight)
-    m = w * r + (1 - w) * s
-    tok_b, seq_b, mix_b = (1 - eps_low, 1 + eps_high), (1 - seq_eps_low, 1 + seq_eps_high), (1 - eps_low, 1 + eps_high)
-    if clip == "branch":
-        m_clip = w * r.clamp(*tok_b) + (1 - w) * s.clamp(*seq_b)
+    m = w * r + (1 - w) * s  # eq. 7's hybrid ratio
+    tok, seq = (1 - eps_low, 1 + eps_high), (1 - seq_eps_low, 1 + seq_eps_high)
+    if clip == "branch":  # eq. 11: each ratio clipped in its own region, then mixed
+        r_clip, s_clip = r.clamp(*tok), s.clamp(*seq)
+        m_clip = w * r_clip + (1 - w) * s_clip
+    else:  # unified (the ablation): the mix clipped with the token ε
+        m_clip = m.clamp(*tok)
+    loss_mat, low, high = clipped_surrogate(m, m_clip, x.adv)  # eq. 7
+    # What clipped where: under branch clipping a ratio's clip binds where it moved that ratio and the min took the
+    # clipped side; the mix has no region of its own then (reported against the token ε).
+    mixed = Branch(m, *tok, low, high)
+    if clip == "unified":
+        token, sequence = Branch(r, *tok), Branch(s, *seq)
     else:
-        m_clip = m.clamp(*mix_b)
-    loss_mat, active = clipped_surrogate(m, m_clip, x.adv)
-    if clip == "branch":
-        token, sequence = report_branch(r, x.mask, x.adv, tok_b, active), report_branch(s, x.mask, x.adv, seq_b, active)
-        # The mix has no region of its own here: "binding" means the surrogate's clipped side is active.
-        def mixed_flags():
-            act = active & x.mask
-            return (*trust_region_flags(m.detach(), *mix_b, x.mask), act & (x.adv < 0), act & (x.adv > 0))
-
-        mixed = Branch(m.detach(), *mix_b, flags=mixed_flags)
-    else:
-        token = report_branch(r, x.mask, x.adv, tok_b, None)
-        sequence = report_branch(s, x.mask, x.adv, seq_b, None)
-        mixed = report_branch(m, x.mask, x.adv, mix_b, active)
-    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": sequence, "mixed": mixed}, w)
+        token = Branch(r, *tok, low & (r_clip > r), high & (r_clip < r))
+        sequence = Branch(s, *seq, low & (s_clip > s), high & (s_clip < s))
+    return _output(x, loss_mat, loss_agg_mode, w, token=token, sequence=sequence, mixed=mixed)
 
 
 @register_objective("grpo")
@@ -112,15 +99,12 @@ def grpo(
     dual_clip=c additionally caps the loss of A<0 tokens at −c·A (verl's `vanilla` uses c=3).
     """
     r, s = _ratios(x)
-    loss_mat, active = clipped_surrogate(r, r.clamp(1 - eps_low, 1 + eps_high), x.adv)
-    token = report_branch(r, x.mask, x.adv, (1 - eps_low, 1 + eps_high), active)
-    if dual_clip is not None:
+    loss_mat, low, high = clipped_surrogate(r, r.clamp(1 - eps_low, 1 + eps_high), x.adv)
+    if dual_clip is not None:  # the cap removes the gradient of A<0 tokens whose ratio is above c
         capped = (x.adv < 0) & (loss_mat > -x.adv * dual_clip)
         loss_mat = torch.where(capped, -x.adv * dual_clip, loss_mat)
-        plain = token
-        token = Branch(plain.ratio, plain.low, plain.high, flags=lambda: (
-            plain.outside_low, plain.outside_high, plain.binding_low, plain.binding_high | (capped & x.mask)))
-    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
+        high = high | capped
+    return _output(x, loss_mat, loss_agg_mode, token=Branch(r, 1 - eps_low, 1 + eps_high, low, high), sequence=Branch(s))
 
 
 @register_objective("gspo")
@@ -136,9 +120,8 @@ def gspo(
     s_it = sg[s_i]·π_it/sg[π_it], s_i = exp(mean_t log r_it): GSPO's sequence ratio (Zheng et al., 2025).
     """
     r, s = _ratios(x)
-    loss_mat, active = clipped_surrogate(s, s.clamp(1 - eps_low, 1 + eps_high), x.adv)
-    sequence = report_branch(s, x.mask, x.adv, (1 - eps_low, 1 + eps_high), active)
-    return _output(x, loss_mat, loss_agg_mode, {"token": _info(r, x), "sequence": sequence})
+    loss_mat, low, high = clipped_surrogate(s, s.clamp(1 - eps_low, 1 + eps_high), x.adv)
+    return _output(x, loss_mat, loss_agg_mode, token=Branch(r), sequence=Branch(s, 1 - eps_low, 1 + eps_high, low, high))
 
 
 @register_objective("gmpo")
@@ -162,9 +145,12 @@ def gmpo(
     geo = torch.exp(sequence_log_ratio(lr_pess, x.mask))
     seq_adv = sequence_log_ratio(x.adv, x.mask)
     loss_mat = (-seq_adv * geo).unsqueeze(-1).expand_as(r)
-    active = lr_pess != x.log_ratio
-    token = report_branch(r, x.mask, x.adv, (math.exp(-eps_low), math.exp(eps_high)), active)
-    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
+    clipped = lr_pess != x.log_ratio  # the min took the clipped log-ratio: this token's gradient is gone
+    # The region is reported in ratio space; binding also needs r beyond exp(±ε), so that rounding at the bound
+    # never counts a token as binding but not outside.
+    lo, hi = math.exp(-eps_low), math.exp(eps_high)
+    token = Branch(r, lo, hi, clipped & (x.adv < 0) & (r < lo), clipped & (x.adv > 0) & (r > hi))
+    return _output(x, loss_mat, loss_agg_mode, token=token, sequence=Branch(s))
 
 
 @register_objective("cispo")
@@ -185,8 +171,8 @@ def cispo(
     r, s = _ratios(x)
     low, high = max(1 - eps_low, 0.0), 1 + eps_high
     loss_mat = -r.clamp(low, high).detach() * x.adv * x.log_prob
-    token = Branch(r.detach(), low, high, flags=lambda: 2 * trust_region_flags(r.detach(), low, high, x.mask))
-    return _output(x, loss_mat, loss_agg_mode, {"token": token, "sequence": _info(s, x)})
+    # The weight is truncated wherever r leaves [low, high]: there the clip binds.
+    return _output(x, loss_mat, loss_agg_mode, token=Branch(r, low, high, r < low, r > high), sequence=Branch(s))
 
 
 @register_objective("sapo")
@@ -203,4 +189,4 @@ def sapo(
     r, s = _ratios(x)
     tau = torch.where(x.adv > 0, torch.full_like(r, tau_pos), torch.full_like(r, tau_neg))
     loss_mat = -torch.sigmoid(tau * (r - 1)) * (4 / tau) * x.adv
-    return _output(x, loss_mat, loss_agg_mode, {"token": _info(r, x), "sequence": _info(s, x)})
+    return _output(x, loss_mat, loss_agg_mode, token=Branch(r), sequence=Branch(s))

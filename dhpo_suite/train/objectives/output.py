@@ -1,55 +1,34 @@
-"""What an objective returns: the loss plus every per-token quantity telemetry needs.
+"""What an objective returns: the loss plus the per-token tensors telemetry reduces. Plain tensors, no logic.
 
-All tensors are (B, T) unless noted, detached except `loss`. Boolean flags are False on masked tokens.
+All tensors are (B, T) unless noted and detached except `loss`. Telemetry derives the outside/binding clip
+flags from each branch (`dhpo_suite.train.telemetry.clip_flags`); objectives only say where they clip.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import torch
 
 __all__ = ["Branch", "ObjectiveOutput"]
 
 
+@dataclass(frozen=True)
 class Branch:
-    """One importance-ratio branch ("token", "sequence" or "mixed") and its trust region.
+    """One importance ratio ("token", "sequence" or "mixed"), its trust region and where its clip acts.
 
-    `low`/`high` are the trust-region bounds in ratio space (1-ε_low, 1+ε_high); None when the objective
-    puts no trust region on this branch (the ratio is then reported for diagnosis only, flags all False).
-    `outside_*`: the value lies outside the region. `binding_*`: the clip actually removes gradient
-    (the clipped side of the min is the active one). The two differ: with A>0 a ratio below 1-ε is outside
-    but not binding.
-
-    The four flags are given as tensors, or as `flags=fn` returning them, computed on first access: the
-    loss itself never needs them, so a caller without telemetry does not pay the (B, T) comparisons.
+    `low`/`high`: the trust region in ratio space (1-ε_low, 1+ε_high); None when the objective puts no trust
+    region on this ratio (it is reported for diagnosis only). `clip_low`/`clip_high`: bool, the tokens whose
+    gradient this ratio's lower / upper clip removes (CISPO: truncates); None when the objective does not clip
+    this ratio. A token can lie outside the region without its clip binding (A>0 below 1-ε_low).
     """
 
-    __slots__ = ("ratio", "low", "high", "_flags", "_make")
-
-    def __init__(self, ratio: torch.Tensor, low: float | None, high: float | None,
-                 outside_low: torch.Tensor | None = None, outside_high: torch.Tensor | None = None,
-                 binding_low: torch.Tensor | None = None, binding_high: torch.Tensor | None = None, *,
-                 flags: Callable[[], tuple[torch.Tensor, ...]] | None = None) -> None:
-        given = (outside_low, outside_high, binding_low, binding_high)
-        if not (all(f is None for f in given) if flags is not None else all(f is not None for f in given)):
-            raise TypeError("Branch: pass the four flag tensors or flags=fn, not both or some")
-        self.ratio, self.low, self.high = ratio, low, high
-        self._flags, self._make = (None, flags) if flags is not None else (given, None)
-
-    def _flag(self, i: int) -> torch.Tensor:
-        if self._flags is None:
-            self._flags, self._make = tuple(self._make()), None
-        return self._flags[i]
-
-    outside_low = property(lambda self: self._flag(0))
-    outside_high = property(lambda self: self._flag(1))
-    binding_low = property(lambda self: self._flag(2))
-    binding_high = property(lambda self: self._flag(3))
-
-    def __repr__(self) -> str:
-        return f"Branch(ratio={tuple(self.ratio.shape)}, low={self.low}, high={self.high})"
+    ratio: torch.Tensor
+    low: float | None = None
+    high: float | None = None
+    clip_low: torch.Tensor | None = None
+    clip_high: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Small shared pieces every objective is built from: ratios, the stop-gradient sequence ratio,
-the entropy mixing weight, trust-region flags and the PPO clipped surrogate.
+the entropy mixing weight and the PPO clipped surrogate.
 
 Shapes: B responses × T response tokens. `mask` is a bool (B, T) tensor of the tokens that count.
 """
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import torch
 
-from dhpo_suite.train.objectives.output import Branch
-
 __all__ = [
     "LOG_RATIO_CLAMP",
     "SEQ_LOG_RATIO_MAX",
@@ -17,9 +15,7 @@ __all__ = [
     "sequence_log_ratio",
     "sg_sequence_ratio",
     "entropy_weight",
-    "trust_region_flags",
     "clipped_surrogate",
-    "report_branch",
 ]
 
 LOG_RATIO_CLAMP = 20.0  # verl clamps log(π/π_old) to ±20 before exp (vanilla, cispo, sapo)
@@ -68,49 +64,15 @@ def entropy_weight(entropy: torch.Tensor, mask: torch.Tensor, scope: str) -> tor
     return w * mask
 
 
-def trust_region_flags(
-    ratio: torch.Tensor, low: float, high: float, mask: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(outside_low, outside_high): valid tokens whose ratio lies below 1−ε_low / above 1+ε_high."""
-    return mask & (ratio < low), mask & (ratio > high)
-
-
 def clipped_surrogate(
     ratio: torch.Tensor, clipped: torch.Tensor, adv: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """PPO's pessimistic surrogate as a loss: max(−A·ratio, −A·clipped) (the min of paper eqs. 3 and 7).
 
-    Returns (loss_mat, clip_active): clip_active marks tokens where the clipped term is strictly the
-    larger loss, i.e. where clipping removes (some of) the gradient.
+    Returns (loss_mat, clip_low, clip_high): where the clipped term is strictly the larger loss, clipping
+    removes the gradient; with A < 0 that is the lower bound's doing (clipped > ratio), with A > 0 the upper's.
     """
     unclipped_loss = -adv * ratio
     clipped_loss = -adv * clipped
-    return torch.maximum(unclipped_loss, clipped_loss), clipped_loss > unclipped_loss
-
-
-def report_branch(
-    ratio: torch.Tensor,
-    mask: torch.Tensor,
-    adv: torch.Tensor,
-    bounds: tuple[float, float] | None,
-    active: torch.Tensor | None,
-) -> Branch:
-    """Telemetry view of one branch. `bounds` in ratio space or None (no trust region on it).
-
-    `active` marks tokens where this branch's clip removes gradient; None means the branch is not
-    clipped by this objective (binding flags all False). Binding is split by side: an active clip with
-    A > 0 can only come from the upper bound and with A < 0 from the lower one.
-    """
-    ratio = ratio.detach()
-    low, high = bounds if bounds is not None else (None, None)
-
-    def flags() -> tuple[torch.Tensor, ...]:
-        none = torch.zeros_like(mask)
-        if bounds is None:
-            return none, none, none, none
-        out_low, out_high = trust_region_flags(ratio, low, high, mask)
-        if active is None:
-            return out_low, out_high, none, none
-        return out_low, out_high, out_low & active & (adv < 0), out_high & active & (adv > 0)
-
-    return Branch(ratio, low, high, flags=flags)
+    active = clipped_loss > unclipped_loss
+    return torch.maximum(unclipped_loss, clipped_loss), active & (adv < 0), active & (adv > 0)

@@ -19,6 +19,7 @@ import functools
 from typing import Callable
 
 from dhpo_suite.train.objectives import ObjectiveOutput, get_objective
+from dhpo_suite.train.telemetry import clip_flags
 from dhpo_suite.train.verl_backend import seam
 from dhpo_suite.train.verl_backend.hparams import objective_hparams
 from dhpo_suite.train.verl_backend.state import STATE
@@ -37,9 +38,10 @@ def loss_metrics(out: ObjectiveOutput) -> dict[str, float]:
     n = mask.sum().clamp(min=1)
     bounded = [b for b in out.branches.values() if b.low is not None]
     main = out.branches.get("mixed") or (bounded[0] if bounded else out.branches["token"])
+    flags = clip_flags(main, mask)
     metrics = {
-        "actor/pg_clipfrac": ((main.binding_low | main.binding_high) & mask).sum() / n,
-        "actor/pg_clipfrac_lower": (main.binding_low & mask).sum() / n,
+        "actor/pg_clipfrac": (flags.binding_low | flags.binding_high).sum() / n,
+        "actor/pg_clipfrac_lower": flags.binding_low.sum() / n,
         "actor/ppo_kl": -(out.log_ratio * mask).sum() / n,
     }
     if out.mix_weight is not None:

@@ -213,8 +213,8 @@ def _rows(out, keep):
     def pick(v):
         return v[keep] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == keep.shape[0] else v
 
-    branches = {name: Branch(pick(b.ratio), b.low, b.high, pick(b.outside_low), pick(b.outside_high),
-                             pick(b.binding_low), pick(b.binding_high)) for name, b in out.branches.items()}
+    branches = {name: Branch(pick(b.ratio), b.low, b.high, pick(b.clip_low), pick(b.clip_high))
+                for name, b in out.branches.items()}
     fields = {f.name: pick(getattr(out, f.name)) for f in dataclasses.fields(out) if f.name != "branches"}
     return dataclasses.replace(out, branches=branches, **fields)
 

@@ -1,6 +1,6 @@
 """TelemetryState: the mergeable, serialisable partial of one step's telemetry (numpy, no torch).
 
-The torch accumulator (dhpo_suite.train.telemetry) reduces each micro-batch on the device into this
+The torch accumulator (`accumulate.py`) reduces each micro-batch on the device into this
 shape; per-rank states merge exactly (integer counts and fixed-bin histograms add, per-response facts
 concatenate, top-K lists merge under a total order), and `to_record` turns the merged state into the
 StepRecord that is written. Float sums (means, KL) add in float64 and match the whole-batch value up to
@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dhpo_suite.runs.records import StepRecord, trust_region
+from dhpo_suite.runs.telemetry_spec import TelemetrySpec
+
 from .bins import (
-    TelemetrySpec,
     entropy_coarse_edges,
     entropy_edges,
     length_edges,
@@ -24,8 +26,7 @@ from .bins import (
     position_edges,
     weight_edges,
 )
-from .finalize import Decode, build_distributions, build_outlier_responses, build_outliers, build_samples, build_scalars
-from .records import StepRecord, trust_region
+from .record import Decode, build_distributions, build_outlier_responses, build_outliers, build_samples, build_scalars
 
 __all__ = ["TelemetryState", "Decode", "outlier_order", "sample_key", "SIGNS"]
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dhpo_suite.runs.bins import entropy_edges, hist_quantile, log_ratio_edges
+from dhpo_suite.train.telemetry.bins import entropy_edges, hist_quantile, log_ratio_edges
 
 
 def test_log_ratio_edges_contain_the_bounds_and_are_increasing():

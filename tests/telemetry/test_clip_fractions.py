@@ -10,7 +10,7 @@ import torch
 from dhpo_suite.runs import TelemetrySpec
 from dhpo_suite.train.objectives import get_objective
 from dhpo_suite.train.telemetry import TelemetryAccumulator
-from tests.runs.runs_helpers import branch, make_output
+from tests.telemetry.helpers import branch, make_output
 
 # One valid token per response: (ratio, advantage) -> what the trust region [0.8, 1.28] says about it.
 CASES = [

@@ -1,4 +1,8 @@
-"""Merged TelemetryState -> StepRecord parts: scalars, distributions, outlier rows, sample rows."""
+"""Merged TelemetryState -> StepRecord parts: scalars, distributions, outlier rows, sample rows.
+
+Scalars come from the step-metric registries (`metrics.py`) and from the fixed statistics the accumulator keeps
+(counts, float64 sums, extrema, histograms); every name is defined in `dhpo_suite.runs.metrics.METRICS`.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,10 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from dhpo_suite.runs.records import Histogram
+
 from .bins import hist_quantile
-from .records import Histogram
+from .metrics import RESPONSE_METRICS, TOKEN_METRICS
 
 __all__ = ["build_scalars", "build_distributions", "build_outliers", "build_samples", "Decode", "MergedState"]
 
@@ -16,7 +22,7 @@ Decode = Callable[[Sequence[int]], list[str]]
 
 
 class MergedState(Protocol):
-    """What finalisation reads of a merged `state.TelemetryState`; declared here (not imported) so that `state`,
+    """What the builders read of a merged `state.TelemetryState`; declared here (not imported) so that `state`,
     which calls these builders, and this module do not import each other (tests/test_architecture.py)."""
 
     bounds: dict[str, list]
@@ -45,10 +51,8 @@ def build_scalars(st: "MergedState") -> dict[str, float]:
     n = c.get("tokens", 0)
     out: dict[str, float] = {"tokens/count": float(n), "tokens/nonfinite": float(c.get("nonfinite", 0))}
     if n:
-        out["loss/token_mean"] = _div(s.get("loss", 0.0), n)
+        out.update({name: _div(s.get(name, 0.0), n) for name in TOKEN_METRICS})
         out.update(_advantage(st, n))
-        out["kl/k1"] = _div(s.get("kl_k1", 0.0), n)
-        out["kl/k3"] = _div(s.get("kl_k3", 0.0), n)
         for b, (low, high) in st.bounds.items():
             out[f"ratio/{b}/mean"] = _div(s.get(f"ratio/{b}", 0.0), n)
             if low is None and high is None:
@@ -101,29 +105,9 @@ def _weight(st: "MergedState") -> dict[str, float]:
 
 
 def _rollout(st: "MergedState") -> dict[str, float]:
-    r = st.responses
-    lengths = r["length"].astype(np.float64)
-    out = {"responses/count": float(len(lengths))}
-    if len(lengths) == 0:
-        return out
-    out.update(
-        {
-            "length/mean": float(lengths.mean()),
-            "length/p50": float(np.percentile(lengths, 50)),
-            "length/p90": float(np.percentile(lengths, 90)),
-            "length/max": float(lengths.max()),
-            "length/truncated_frac": float(r["truncated"].astype(bool).mean()),
-            "reward/mean": float(r["reward"].mean()),
-            "reward/std": float(r["reward"].std()),
-        }
-    )
-    uniq, inverse = np.unique(r["group_id"].astype(np.int64), return_inverse=True)
-    correct = r["correct"].astype(np.int64)
-    n_correct = np.bincount(inverse, weights=correct, minlength=len(uniq))
-    n_total = np.bincount(inverse, minlength=len(uniq))
-    out["groups/count"] = float(len(uniq))
-    out["groups/all_correct_frac"] = float(np.mean(n_correct == n_total))
-    out["groups/all_wrong_frac"] = float(np.mean(n_correct == 0))
+    out = {"responses/count": float(len(st.responses["length"]))}
+    if len(st.responses["length"]):
+        out.update({name: fn(st.responses) for name, fn in RESPONSE_METRICS.items()})
     return out
 
 

@@ -14,11 +14,11 @@ from typing import Sequence
 
 import torch
 
-from dhpo_suite.runs.records import CLIP_FLAG_BITS
-from dhpo_suite.runs.state import TelemetryState, sample_key
-from dhpo_suite.train.objectives.output import Branch, ObjectiveOutput
+from dhpo_suite.train.objectives.output import ObjectiveOutput
+from dhpo_suite.train.telemetry.flags import ClipFlags, clip_codes
+from dhpo_suite.train.telemetry.state import TelemetryState, sample_key
 
-__all__ = ["offer_outliers", "offer_samples", "clip_codes"]
+__all__ = ["offer_outliers", "offer_samples"]
 
 _LOW32 = 0xFFFFFFFF
 
@@ -39,6 +39,7 @@ def _key(dist: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
 def offer_outliers(
     st: TelemetryState,
     out: ObjectiveOutput,
+    flags: dict[str, ClipFlags],
     mask: torch.Tensor,
     rids: torch.Tensor,
     token_ids: torch.Tensor | None,
@@ -54,32 +55,33 @@ def offer_outliers(
     for name, br in out.branches.items():
         if br.low is None or br.high is None:
             continue
-        outside = br.outside_low | br.outside_high
+        fl = flags[name]
+        outside = fl.outside_low | fl.outside_high
         if name == "sequence":  # one ratio per response: a row is the unit, pointing at its most-moved token
             rows = outside.any(-1).nonzero().squeeze(1)
             first = mask[rows].long().argmax(-1)
-            dist = _distance(br.ratio[rows, first], br.outside_low[rows, first], br.low, br.high)
+            dist = _distance(br.ratio[rows, first], fl.outside_low[rows, first], br.low, br.high)
             keys = _key(dist, rank[rows])
             pos = torch.where(mask[rows], out.log_ratio[rows].abs(), -1.0).argmax(-1)
         else:
             flat = outside.reshape(-1).nonzero().squeeze(1)
             rows, pos = flat // T, flat % T
-            dist = _distance(br.ratio.reshape(-1)[flat], br.outside_low.reshape(-1)[flat], br.low, br.high)
+            dist = _distance(br.ratio.reshape(-1)[flat], fl.outside_low.reshape(-1)[flat], br.low, br.high)
             keys = _key(dist, rank[rows] * T + pos)
         if not keys.numel():
             continue
         top = keys.topk(min(st.spec.top_k, keys.numel())).indices
-        st.offer_outliers(name, _outlier_rows(out, br, dist[top], mask, rows[top], pos[top], rids, token_ids,
+        st.offer_outliers(name, _outlier_rows(out, br.ratio, fl, dist[top], mask, rows[top], pos[top], rids, token_ids,
                                              token_texts, epoch, st.spec.context_tokens))
 
 
-def _outlier_rows(out, br, dist, mask, rows, pos, rids, token_ids, token_texts, epoch, n_ctx) -> list[dict]:
+def _outlier_rows(out, ratio, fl, dist, mask, rows, pos, rids, token_ids, token_texts, epoch, n_ctx) -> list[dict]:
     """Host-side dicts for the selected (row, pos) tokens, with ±n_ctx tokens of context."""
     vals = {
         "distance": dist.double(),
-        "log_ratio": br.ratio[rows, pos].double().clamp_min(1e-300).log(),
-        "binding": (br.binding_low | br.binding_high)[rows, pos].double(),
-        "low": br.outside_low[rows, pos].double(),
+        "log_ratio": ratio[rows, pos].double().clamp_min(1e-300).log(),
+        "binding": (fl.binding_low | fl.binding_high)[rows, pos].double(),
+        "low": fl.outside_low[rows, pos].double(),
         "advantage": out.advantages[rows, pos].double(),
         "length": mask[rows].long().cumsum(-1).argmax(-1).double() + 1,  # last valid index + 1
     }
@@ -116,17 +118,10 @@ def _outlier_rows(out, br, dist, mask, rows, pos, rids, token_ids, token_texts, 
     return result
 
 
-def clip_codes(br: Branch) -> torch.Tensor:
-    """(B, T) int8 bit set of CLIP_FLAG_BITS for one branch."""
-    code = torch.zeros(br.ratio.shape, dtype=torch.int8, device=br.ratio.device)
-    for name, bit in CLIP_FLAG_BITS.items():
-        code |= getattr(br, name).to(torch.int8) * bit
-    return code
-
-
 def offer_samples(
     st: TelemetryState,
     out: ObjectiveOutput,
+    flags: dict[str, ClipFlags],
     mask: torch.Tensor,
     rids: torch.Tensor,
     token_ids: torch.Tensor | None,
@@ -159,7 +154,7 @@ def offer_samples(
     }
     host = {k: None if v is None else v[idx].float().cpu() for k, v in arrays.items()}
     for b in ("token", "sequence", "mixed"):
-        host[f"clip_{b}"] = clip_codes(out.branches[b])[idx].cpu() if b in out.branches else None
+        host[f"clip_{b}"] = clip_codes(flags[b])[idx].cpu() if b in flags else None
     ids = None if token_ids is None else token_ids[idx].cpu()
     for i, r in enumerate(rows):
         rid, end = int(rids[r]), ends[i] if m[i].any() else 0

@@ -1,9 +1,11 @@
-"""A plain-numpy twin of the torch telemetry reduction, for synthetic runs and as a test reference.
+"""The tests' oracle: a plain-numpy reduction of one micro-batch, written apart from the torch telemetry.
 
-`add_update_numpy` takes the same per-token quantities as an ObjectiveOutput (as numpy arrays, branches
-as dicts with the Branch fields) and adds them to a TelemetryState exactly like
-`dhpo_suite.train.telemetry.TelemetryAccumulator.add_update` does on the device. It is written for
-clarity (whole-array numpy, full sorts), not speed; the tests check the two agree.
+`add_update_numpy` takes the same per-token quantities as an ObjectiveOutput (as numpy arrays, branches as dicts
+with the Branch fields: ratio, low, high, clip_low, clip_high) and adds them to a TelemetryState the way
+`dhpo_suite.train.telemetry.TelemetryAccumulator.add_update` must on the device: it derives the clip flags, the
+token-metric sums, histograms, outliers and samples itself, for clarity (whole-array numpy, full sorts), not speed.
+Token metrics registered after this oracle was written come in as per-token values (`token_metrics`), so the
+oracle still checks how they are masked, summed and merged.
 """
 
 from __future__ import annotations
@@ -13,13 +15,36 @@ from typing import Mapping
 
 import numpy as np
 
-from .bins import entropy_coarse_edges
-from .records import CLIP_FLAG_BITS
-from .state import SIGNS, TelemetryState, sample_key
+from dhpo_suite.runs.records import CLIP_FLAG_BITS
+from dhpo_suite.train.telemetry.bins import entropy_coarse_edges
+from dhpo_suite.train.telemetry.metrics import TOKEN_METRICS
+from dhpo_suite.train.telemetry.state import SIGNS, TelemetryState, sample_key
 
-__all__ = ["add_update_numpy"]
+__all__ = ["add_update_numpy", "numpy_branches"]
 
 _FLAGS = ("outside_low", "outside_high", "binding_low", "binding_high")
+
+
+def numpy_branches(out) -> dict[str, dict]:
+    """An ObjectiveOutput's branches as the dicts of numpy arrays `add_update_numpy` takes."""
+    def arr(t):
+        return None if t is None else t.numpy()
+
+    return {k: {"ratio": b.ratio.numpy(), "low": b.low, "high": b.high, "clip_low": arr(b.clip_low),
+                "clip_high": arr(b.clip_high)} for k, b in out.branches.items()}
+
+
+def _with_flags(br: Mapping, m: np.ndarray) -> dict:
+    """The branch plus its four flags: outside = beyond a bound, binding = the objective's clip mask (valid only)."""
+    none = np.zeros(m.shape, dtype=bool)
+    if br["low"] is None and br["high"] is None:
+        return {**br, **dict.fromkeys(_FLAGS, none)}
+    r = np.asarray(br["ratio"])
+    dt = r.dtype  # compare in the ratio's own precision, as torch does with a Python bound
+    return {**br,
+            "outside_low": m & (r < dt.type(br["low"])), "outside_high": m & (r > dt.type(br["high"])),
+            "binding_low": none if br.get("clip_low") is None else m & br["clip_low"],
+            "binding_high": none if br.get("clip_high") is None else m & br["clip_high"]}
 
 
 def _bins(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -47,14 +72,19 @@ def add_update_numpy(
     old_log_prob: np.ndarray | None = None,
     epoch: int = 0,
     nonfinite: int = 0,
+    token_metrics: Mapping[str, np.ndarray] | None = None,
 ) -> None:
-    """Numpy version of TelemetryAccumulator.add_update; all arrays (B, T) except response_ids (B,)."""
+    """Numpy version of TelemetryAccumulator.add_update; all arrays (B, T) except response_ids (B,).
+
+    token_metrics: per-token values (B, T) of registered token metrics this oracle has no formula for."""
     if st.spec.epochs == "first" and epoch > 0:
         return
     m = np.asarray(mask, dtype=bool)
     for b, br in branches.items():
         st.set_bounds(b, br["low"], br["high"])
-    _token_stats(st, m, advantages, log_ratio, branches, loss_mat, entropy, w, nonfinite)
+    branches = {b: _with_flags(br, m) for b, br in branches.items()}
+    _token_metrics(st, m, log_ratio, loss_mat, token_metrics or {})
+    _token_stats(st, m, advantages, branches, entropy, w, nonfinite)
     _histograms(st, m, advantages, branches, entropy, w)
     rids = np.asarray(response_ids, dtype=np.int64)
     if st.spec.top_k:
@@ -65,16 +95,23 @@ def add_update_numpy(
         _samples(st, m, advantages, branches, entropy, w, rids, token_ids, log_prob, old_log_prob, epoch)
 
 
-def _token_stats(st, m, adv, log_ratio, branches, loss_mat, entropy, w, nonfinite) -> None:
+def _token_metrics(st, m, log_ratio, loss_mat, given) -> None:
+    lr = np.asarray(log_ratio, dtype=np.float64)
+    own = {"loss/token_mean": loss_mat if loss_mat is not None else np.zeros(m.shape),
+           "kl/k1": -lr, "kl/k3": np.expm1(lr) - lr}  # the definitions in docs/run-format.md
+    for name in TOKEN_METRICS:
+        if name not in own and name not in given:
+            raise KeyError(f"the oracle has no formula for token metric {name!r}: pass its values in token_metrics")
+        values = own[name] if name in own else given[name]
+        st.add_sum(name, float(np.where(m, np.asarray(values, dtype=np.float64), 0.0).sum()))
+
+
+def _token_stats(st, m, adv, branches, entropy, w, nonfinite) -> None:
     def total(x):
         return float(np.where(m, np.asarray(x, dtype=np.float64), 0.0).sum())
 
     st.add_count("tokens", m.sum())
     st.add_count("nonfinite", nonfinite)
-    st.add_sum("loss", total(loss_mat if loss_mat is not None else np.zeros(m.shape)))
-    lr = np.asarray(log_ratio, dtype=np.float64)
-    st.add_sum("kl_k1", total(-lr))
-    st.add_sum("kl_k3", total(np.expm1(lr) - lr))
     a = np.asarray(adv, dtype=np.float64)
     st.add_sum("adv", total(a))
     st.add_sum("adv_sq", total(a * a))

@@ -9,11 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from dhpo_suite.runs import Manifest, RunReader, RunWriter, TelemetryState
+from dhpo_suite.runs import Manifest, RunReader, RunWriter
+from dhpo_suite.train.telemetry import TelemetryState
 from dhpo_suite.runs.format import step_file
-from dhpo_suite.runs.reference import add_update_numpy
-from dhpo_suite.runs.state import outlier_order
-from tests.runs.test_telemetry_merge import B, DECODE, SPEC, accumulate, batch, rollout
+from tests.telemetry.oracle import add_update_numpy, numpy_branches
+from dhpo_suite.train.telemetry.state import outlier_order
+from tests.telemetry.test_telemetry_merge import B, DECODE, SPEC, accumulate, batch, rollout
 
 
 def _pairs(rec):
@@ -54,9 +55,7 @@ def test_numpy_reference_records_the_same_responses():
     out, d = batch(8, "grpo")
     acc = accumulate(out, d, [torch.arange(B)])
     st = TelemetryState(SPEC)
-    np_branches = {k: {f: (getattr(b, f).numpy() if isinstance(getattr(b, f), torch.Tensor) else getattr(b, f))
-                       for f in ("ratio", "low", "high", "outside_low", "outside_high", "binding_low", "binding_high")}
-                   for k, b in out.branches.items()}
+    np_branches = numpy_branches(out)
     add_update_numpy(st, mask=out.response_mask.numpy(), advantages=out.advantages.numpy(),
                      log_ratio=out.log_ratio.numpy(), branches=np_branches, response_ids=d["rids"].numpy(),
                      loss_mat=out.loss_mat.numpy(), entropy=out.entropy.numpy(), w=None,

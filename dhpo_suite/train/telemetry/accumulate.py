@@ -27,13 +27,16 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from dhpo_suite.runs.bins import TelemetrySpec, entropy_coarse_edges
 from dhpo_suite.runs.records import StepRecord
-from dhpo_suite.runs.state import Decode, TelemetryState
+from dhpo_suite.runs.telemetry_spec import TelemetrySpec
 from dhpo_suite.train.objectives.output import ObjectiveOutput
-from dhpo_suite.train.telemetry_select import offer_outliers, offer_samples
+from dhpo_suite.train.telemetry.bins import entropy_coarse_edges
+from dhpo_suite.train.telemetry.flags import ClipFlags, clip_flags
+from dhpo_suite.train.telemetry.metrics import TOKEN_METRICS, Tokens
+from dhpo_suite.train.telemetry.select import offer_outliers, offer_samples
+from dhpo_suite.train.telemetry.state import Decode, TelemetryState
 
-__all__ = ["TelemetryAccumulator", "TelemetrySpec", "TelemetryState", "reduce_across_ranks", "token_decoder"]
+__all__ = ["TelemetryAccumulator", "reduce_across_ranks", "token_decoder"]
 
 _SIGN_NAMES = ("pos", "neg", "zero")
 ENTROPY_LOW = 0.01  # nats: the "collapsed token" threshold of entropy/frac_below_0.01
@@ -86,17 +89,19 @@ class TelemetryAccumulator:
             raise ValueError("response_ids repeat within a micro-batch; they must be unique within a step")
         for name, br in output.branches.items():
             self._state.set_bounds(name, br.low, br.high)
+        flags = {name: clip_flags(br, mask) for name, br in output.branches.items()}
         # Reduce over the valid tokens only (one gather per quantity; padding costs nothing after this).
         sel = mask.reshape(-1).nonzero().squeeze(1)
         v = lambda t: t.reshape(-1).index_select(0, sel)  # noqa: E731
-        self._add_token_stats(output, mask, v)
+        self._add_token_stats(output, flags, mask, v, Tokens(output, sel))
         self._add_histograms(output, v, sel % mask.shape[1])
         if self.spec.top_k:
-            offer_outliers(self._state, output, mask, rids, token_ids, token_texts, epoch)
+            offer_outliers(self._state, output, flags, mask, rids, token_ids, token_texts, epoch)
         if self.spec.n_samples:
             if log_prob is None and old_log_prob is not None:
                 log_prob = old_log_prob + output.log_ratio
-            offer_samples(self._state, output, mask, rids, token_ids, token_texts, log_prob, old_log_prob, epoch)
+            offer_samples(self._state, output, flags, mask, rids, token_ids, token_texts, log_prob, old_log_prob,
+                          epoch)
 
     def add_rollout(
         self,
@@ -173,16 +178,16 @@ class TelemetryAccumulator:
         else:
             self._dev[key] = old + value
 
-    def _add_token_stats(self, out: ObjectiveOutput, mask: torch.Tensor, v) -> None:
+    def _add_token_stats(
+        self, out: ObjectiveOutput, flags: dict[str, ClipFlags], mask: torch.Tensor, v, tokens: Tokens
+    ) -> None:
         """Counts and float64 sums over the valid tokens; `v(t)` gathers t's valid tokens as a 1-D tensor."""
         f64 = torch.float64
         self._add("c", "tokens", mask.count_nonzero())
         self._add("c", "nonfinite", out.nonfinite.reshape(()).long())
-        self._add("s", "loss", v(out.loss_mat).sum(dtype=f64))
-        lr = v(out.log_ratio).double()
-        self._add("s", "kl_k1", -lr.sum())
-        self._add("s", "kl_k3", (torch.expm1(lr) - lr).sum())
-        adv = v(out.advantages).double()
+        for name, metric in TOKEN_METRICS.items():  # summed here, divided by the step's tokens in the record
+            self._add("s", name, metric(tokens).sum())
+        adv = tokens.advantages
         self._add("s", "adv", adv.sum())
         self._add("s", "adv_sq", (adv * adv).sum())
         self._add("c", "adv_pos", (adv > 0).sum())
@@ -193,8 +198,8 @@ class TelemetryAccumulator:
         for b, br in out.branches.items():
             self._add("s", f"ratio/{b}", v(br.ratio).sum(dtype=f64))
             for side in ("outside_low", "outside_high", "binding_low", "binding_high"):
-                # Branch flags are False on masked tokens (ObjectiveOutput contract): no gather needed.
-                self._add("c", f"clip/{b}/{side}", getattr(br, side).count_nonzero())
+                # Clip flags are False on masked tokens (clip_flags): no gather needed.
+                self._add("c", f"clip/{b}/{side}", getattr(flags[b], side).count_nonzero())
         if out.entropy is not None:
             self._add("c", "entropy_tokens", mask.count_nonzero())
             ent = v(out.entropy)

@@ -8,15 +8,13 @@ from dhpo_suite.train.objectives.output import Branch, ObjectiveOutput
 
 
 def branch(ratio, low, high, adv, mask, binding=True):
-    """A Branch with PPO semantics: outside = beyond the bound; binding = outside on the side the min picks."""
+    """A Branch with PPO semantics: the clip binds beyond the bound on the side the min picks (A<0 low, A>0 high)."""
     ratio = torch.as_tensor(ratio, dtype=torch.float32)
     if low is None:
-        z = torch.zeros_like(mask)
-        return Branch(ratio, None, None, z, z, z, z)
-    out_low, out_high = mask & (ratio < low), mask & (ratio > high)
-    bl = out_low & (adv < 0) if binding else torch.zeros_like(mask)
-    bh = out_high & (adv > 0) if binding else torch.zeros_like(mask)
-    return Branch(ratio, low, high, out_low, out_high, bl, bh)
+        return Branch(ratio)
+    if not binding:
+        return Branch(ratio, low, high)
+    return Branch(ratio, low, high, (ratio < low) & (adv < 0), (ratio > high) & (adv > 0))
 
 
 def make_output(log_ratio, adv, mask, entropy=None, w=None, eps=(0.2, 0.28), seq_eps=(3e-4, 4e-4), mixed=False):

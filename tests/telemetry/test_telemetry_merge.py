@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from dhpo_suite.runs import TelemetrySpec, TelemetryState
-from dhpo_suite.runs.reference import add_update_numpy
+from dhpo_suite.runs import TelemetrySpec
+from tests.telemetry.oracle import add_update_numpy, numpy_branches
 from dhpo_suite.train.objectives import get_objective
 from dhpo_suite.train.objectives.output import ObjectiveOutput
-from dhpo_suite.train.telemetry import TelemetryAccumulator
+from dhpo_suite.train.telemetry import TelemetryAccumulator, TelemetryState
 
 B, T, G = 16, 48, 4
 SPEC = TelemetrySpec(max_response_length=T, top_k=6, n_samples=3, context_tokens=3)
@@ -40,8 +40,8 @@ def rows(out: ObjectiveOutput, idx) -> ObjectiveOutput:
     def sub(t):
         return None if t is None else t[idx]
 
-    branches = {k: type(b)(b.ratio[idx], b.low, b.high, b.outside_low[idx], b.outside_high[idx],
-                           b.binding_low[idx], b.binding_high[idx]) for k, b in out.branches.items()}
+    branches = {k: type(b)(b.ratio[idx], b.low, b.high, sub(b.clip_low), sub(b.clip_high))
+                for k, b in out.branches.items()}
     return ObjectiveOutput(out.loss, out.loss_mat[idx], out.response_mask[idx], out.advantages[idx],
                            out.log_ratio[idx], branches, sub(out.mix_weight), sub(out.entropy), out.nonfinite * 0)
 
@@ -99,9 +99,7 @@ def test_torch_and_numpy_reductions_agree():
     out, d = batch(2, "dhpo-e")
     acc = accumulate(out, d, [torch.arange(B)])
     st = TelemetryState(SPEC)
-    np_branches = {k: {f: (getattr(b, f).numpy() if isinstance(getattr(b, f), torch.Tensor) else getattr(b, f))
-                       for f in ("ratio", "low", "high", "outside_low", "outside_high", "binding_low", "binding_high")}
-                   for k, b in out.branches.items()}
+    np_branches = numpy_branches(out)
     add_update_numpy(st, mask=out.response_mask.numpy(), advantages=out.advantages.numpy(),
                      log_ratio=out.log_ratio.numpy(), branches=np_branches, response_ids=d["rids"].numpy(),
                      loss_mat=out.loss_mat.numpy(), entropy=out.entropy.numpy(), w=out.mix_weight.numpy(),
