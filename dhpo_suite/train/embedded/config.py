@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 __all__ = ["ConfigError", "NAMED_HPARAMS", "TrainConfig", "cache_dir"]
 
@@ -187,26 +187,28 @@ class TrainConfig:
         import ast
         import inspect
 
-        tree = ast.parse(inspect.getsource(cls))
-        body = tree.body[0].body
+        class_def = ast.parse(inspect.getsource(cls)).body[0]
+        assert isinstance(class_def, ast.ClassDef)
+        body = class_def.body
         docs = {}
         for node, nxt in zip(body, body[1:]):
-            if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
                 docs[node.target.id] = nxt.value.value
         return docs
 
 
-def _choice(field: str, value, choices) -> None:
+def _choice(field: str, value: object, choices: Collection[object]) -> None:
     if value not in choices:
         raise ConfigError(field, f"{value!r} is not one of: {', '.join(map(str, choices))}")
 
 
-def _at_least(field: str, value, low: int) -> None:
+def _at_least(field: str, value: object, low: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ConfigError(field, f"must be an integer >= {low}, got {value!r}")
 
 
-def _positive(field: str, value, upper: float | None = None) -> None:
+def _positive(field: str, value: object, upper: float | None = None) -> None:
     if not isinstance(value, (int, float)) or not value > 0 or (upper is not None and value > upper):
         bound = f" and <= {upper}" if upper is not None else ""
         raise ConfigError(field, f"must be > 0{bound}, got {value!r}")
