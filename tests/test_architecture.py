@@ -148,9 +148,9 @@ def test_cycle_finder_finds_known_cycles():
 
 
 def test_graph_sees_function_level_and_relative_imports():
-    # telemetry/state.py imports its siblings relatively; the embedded loop imports run_setup inside a function.
+    # telemetry/state.py imports its siblings relatively; the embedded run_setup imports runs.lock inside a function.
     assert "dhpo_suite.train.telemetry.record" in _imports("dhpo_suite.train.telemetry.state")[0]
-    assert "dhpo_suite.train.embedded.run_setup" in _imports("dhpo_suite.train.embedded.loop")[0]
+    assert "dhpo_suite.runs.lock" in _imports("dhpo_suite.train.embedded.run_setup")[0]
 
 
 # ---- the rules ----
@@ -165,7 +165,11 @@ def test_objectives_import_nothing_else_of_the_package():
 
 
 def test_grading_is_a_leaf():
-    assert _imports_outside("dhpo_suite.grading") == {}
+    # One way out: dhpo_suite.jsonl, the package's one JSONL reader (`dhpo-suite grade` reads its rows through it),
+    # itself a leaf that imports nothing of the package.
+    outside = {m: out - {"dhpo_suite.jsonl"} for m, out in _imports_outside("dhpo_suite.grading").items()}
+    assert {m: out for m, out in outside.items() if out} == {}
+    assert _imports("dhpo_suite.jsonl")[0] == frozenset()
 
 
 def test_runs_imports_only_itself():

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from dhpo_suite.jsonl import iter_jsonl
+
 __all__ = ["read_rows", "register"]
 
 
@@ -40,33 +42,18 @@ def register(app: typer.Typer) -> None:
 
 def read_rows(path: Path) -> list[dict]:
     """Rows of a JSONL file, checked: `response` (str), `answer` (str or number), optional
-    `answer_alt` (str or list of str) and `bench` (str). Blank lines are skipped."""
+    `answer_alt` (str or list of str) and `bench` (str). Blank lines are skipped.
+
+    Bytes that are not UTF-8 inside a string become lone surrogates (`surrogateescape`), so such a row is still
+    graded; anything that is not a JSON object (a binary file, another encoding) is one RowError naming the file
+    and line."""
     if not path.is_file():
         raise RowError(f"{path}: no such file")
-    rows = [_check_row(row, f"{path}:{number}") for number, row in _iter_rows(path)]
+    rows = [_check_row(row, f"{path}:{number}")
+            for number, row in iter_jsonl(path, RowError, decode_errors="surrogateescape")]
     if not rows:
         raise RowError(f"{path}: no rows")
     return rows
-
-
-def _iter_rows(path: Path):
-    """(line number, row) of each non-blank line. Bytes that are not UTF-8 inside a string become lone
-    surrogates (`surrogateescape`), so such a row is still graded; anything that is not a JSON
-    object (a binary file, another encoding) is one RowError naming the file and line."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            line = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff").rstrip("\r\n")
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RowError(f"{path}:{number}: invalid JSON ({err.msg} at column {err.colno})") from None
-            except RecursionError:
-                raise RowError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
-            if not isinstance(row, dict):
-                raise RowError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-            yield number, row
 
 
 def _check_row(row: dict, where: str) -> dict:
