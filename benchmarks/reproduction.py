@@ -100,6 +100,21 @@ def probe_table(root: Path) -> pd.DataFrame:
     return table.assign(started=pd.to_datetime(table["started"]).dt.strftime("%m-%d %H:%M"))
 
 
+def wall_times(root: Path, runs: pd.Series) -> str:
+    """Median wall time of a run (manifest start to end: the RL steps, not the cached warm start) and the
+    span of the whole sweep, from the runs' manifests."""
+    spans = []
+    for run in runs:
+        m = RunReader(root / run).manifest
+        if m.started_at and m.ended_at:
+            spans.append((pd.Timestamp(m.started_at), pd.Timestamp(m.ended_at)))
+    if not spans:
+        return "wall times not recorded"
+    per_run = np.median([(b - a).total_seconds() for a, b in spans]) / 60
+    total = (max(b for _, b in spans) - min(a for a, _ in spans)).total_seconds() / 60
+    return f"a run took {per_run:.1f} min (median); the sweep's runs spanned {total:.0f} min"
+
+
 def setting_of(sweep) -> str:
     """The off-policy degree and the task of the sweep's runs, from its pass-through options."""
     args = dict(zip(sweep.train_args[::2], sweep.train_args[1::2]))
@@ -246,6 +261,8 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         f"- every run: `dhpo-suite train {' '.join(sweep.train_args)}` (tiny Qwen3, 0.84 M parameters, SFT "
         f"warm start per seed; `{task}` task; the objectives' paper defaults: seq-mean-token-mean "
         "aggregation, GRPO ε 0.2, DHPO token/sequence ε 0.2/0.28, GSPO 3e-4/4e-4, GMPO 0.4, CISPO 10/0.2)",
+        f"- cost on this shared 2-core machine (runs in parallel, one torch thread each): "
+        f"{wall_times(root, metrics['run'])}",
         "- a seed fixes the warm-started model, the prompts and the first rollout for every algorithm "
         "(tested in tests/science/test_sweep.py), so differences are paired over seeds",
         "- intervals: 95 % percentile bootstrap over seeds (`scipy.stats.bootstrap`); with this few seeds they "

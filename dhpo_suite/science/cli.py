@@ -123,6 +123,7 @@ def _check_train_args(algos, clips, seed: int, train_args: list[str]) -> int:
     from dhpo_suite.train import sweep as sw
     from dhpo_suite.train.cli import register as register_train
     from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
+    from dhpo_suite.train.objectives.registry import parse_hparams
 
     probe = typer.Typer()
     register_train(probe)
@@ -134,10 +135,15 @@ def _check_train_args(algos, clips, seed: int, train_args: list[str]) -> int:
     if parsed.args:
         raise sw.SweepError(f"unknown train option(s): {' '.join(parsed.args)} (see dhpo-suite train --help)")
     values = {k: v for k, v in parsed.params.items() if k in TrainConfig.field_docs()}
+    hp_pairs = list(values.pop("hparams", None) or [])  # `--hp key=value`: typed per objective, as train does
     for algo in algos:
         for clip in (clips if algo.startswith("dhpo") and clips else (None,)):
             try:
-                TrainConfig(**{**values, "algo": algo, "clip": clip, "seed": seed}).validate()
+                hparams = parse_hparams(algo, hp_pairs) if hp_pairs else {}
+            except ValueError as e:
+                raise sw.SweepError(f"--hp: {e}") from None
+            try:
+                TrainConfig(**{**values, "hparams": hparams, "algo": algo, "clip": clip, "seed": seed}).validate()
             except ConfigError as e:
                 raise sw.SweepError(f"--{e.field.replace('_', '-')}: {e.reason}") from None
     return int(values["steps"])

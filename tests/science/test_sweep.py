@@ -1,6 +1,7 @@
 """`dhpo-suite sweep` end to end with the real trainer: a 2-objective x 2-seed grid, killed (SIGKILL, the whole
 sweep) once a run is half-way past a checkpoint, then re-run: completed runs are skipped, the killed run resumes
-from its checkpoint, and every run of a seed saw the same first rollout. Then `dhpo-suite compare` on it.
+from its checkpoint, and every run of a seed saw the same first rollout. Then `dhpo-suite compare` and the
+dashboard's Sweep page on it.
 
 Kept cheap: a random-init "warm start" (--sft-target 0), 2 prompts x G 2, 8 new tokens (~1 min in all)."""
 
@@ -20,7 +21,7 @@ from dhpo_suite.runs import RunReader
 
 STEPS = 6
 TRAIN = ["--steps", str(STEPS), "--prompts-per-step", "2", "-G", "2", "--eval-prompts", "4", "--max-new-tokens", "8",
-         "--checkpoint-every", "2", "--eval-every", "3", "--sft-target", "0"]
+         "--checkpoint-every", "2", "--eval-every", "3", "--sft-target", "0", "--hp", "eps_high=0.3"]
 
 
 def sweep_cmd(out: Path) -> list[str]:
@@ -56,7 +57,7 @@ def wait_for_half_done_run(out: Path, proc: subprocess.Popen, timeout: float = 2
 
 
 @pytest.mark.timeout(600)
-def test_sweep_kill_resume_and_paired_first_rollout(tmp_path):
+def test_sweep_kill_resume_and_paired_first_rollout(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     first = subprocess.Popen(sweep_cmd(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     killed = wait_for_half_done_run(out, first)
@@ -99,6 +100,10 @@ def test_sweep_kill_resume_and_paired_first_rollout(tmp_path):
         assert first_rollout(f"grpo-s{seed}") == first_rollout(f"dhpo-e-s{seed}")
     assert first_rollout("grpo-s0")[0] != first_rollout("grpo-s1")[0]
 
+    # An objective setting given as `--hp key=value` reached every run.
+    assert {RunReader(out / f"{a}-s{s}").manifest.hparams["eps_high"] for a in ("grpo", "dhpo-e") for s in (0, 1)} \
+        == {0.3}
+
     # A different grid in the same directory is refused, naming what differs.
     other = subprocess.run([*sweep_cmd(out)[:6], "grpo", *sweep_cmd(out)[7:]], capture_output=True, text=True,
                            timeout=120)
@@ -108,3 +113,13 @@ def test_sweep_kill_resume_and_paired_first_rollout(tmp_path):
                               text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert compared.returncode == 0, compared.stderr
     assert "4 runs, 2 labels" in compared.stdout and "dhpo-e-branch" in compared.stdout
+
+    # The dashboard's Sweep page opens the grid the real sweep wrote: both labels over both seeds, all completed.
+    from tests.dashboard.dash_helpers import no_errors, open_page, texts
+
+    at = open_page(monkeypatch, out, "sweep.py")
+    no_errors(at)
+    summary, diffs = at.dataframe[0].value, at.dataframe[1].value
+    assert list(summary.index) == ["dhpo-e-branch", "grpo"] and list(summary["n"]) == [2, 2]
+    assert list(diffs.index) == ["dhpo-e-branch"] and diffs.loc["dhpo-e-branch", "seeds"] == "0,1"
+    assert "not completed" not in texts(at)
