@@ -18,6 +18,7 @@ from verl.trainer.ppo.core_algos import get_policy_loss_fn
 from verl.workers.config.actor import FSDPActorConfig
 
 from dhpo_suite.train.objectives import OBJECTIVES, PAPER_AGG_MODE, get_objective
+from dhpo_suite.train.telemetry import clip_flags
 
 
 def make_inputs(B: int, T: int, device: str):
@@ -29,6 +30,13 @@ def make_inputs(B: int, T: int, device: str):
     adv = torch.randn(B, generator=g).to(device)
     ent = (torch.rand(B, T, generator=g) * 2).to(device)
     return lp, old, adv, mask, ent
+
+
+def with_clip_flags(out) -> torch.Tensor:
+    """The loss, after deriving every branch's clip flags as the telemetry does each step."""
+    for branch in out.branches.values():
+        clip_flags(branch, out.response_mask)
+    return out.loss
 
 
 def run_once(fn, lp, device: str) -> tuple[float, float]:
@@ -74,6 +82,8 @@ def main() -> None:
     for n, hp in rows:
         obj = get_objective(n, **hp)
         fns[n + "".join(f" {k}={v}" for k, v in hp.items())] = lambda x, obj=obj: obj(x, old, adv, mask, ent).loss
+    for n in ("grpo", "dhpo-e"):  # what a step with telemetry pays (verl's loss computes its clip fractions too)
+        fns[f"{n} + clip_flags"] = lambda x, obj=get_objective(n): with_clip_flags(obj(x, old, adv, mask, ent))
     ms = interleaved_medians(fns, lp, args.reps, args.device)
     name = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     print(f"B={args.batch} T={args.tokens} fp32 on {name}; median of {args.reps} interleaved forward+backward calls;"
