@@ -1,19 +1,19 @@
-"""How DHPO's knobs travel through verl's config: a subclass of verl's PolicyLossConfig.
+"""How the objective's settings travel through verl's config: a subclass of verl's PolicyLossConfig.
 
 verl builds `actor.policy_loss` with Hydra's `_target_` (default `verl.workers.config.PolicyLossConfig`)
 and rejects keys that class does not declare. Our launcher sets
 
     actor_rollout_ref.actor.policy_loss._target_=dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig
-    actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e
-    +actor_rollout_ref.actor.policy_loss.mixing=entropy   (etc., `+` because the key is new to verl's YAML)
+    actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo
+    +actor_rollout_ref.actor.policy_loss.hparams.clip=unified   (`+` because the key is new to verl's YAML)
 
-so every knob is an ordinary, typed, validated config field that reaches each worker's loss as
-`config.policy_loss.<knob>`. The token branch keeps verl's own `actor.clip_ratio_low/high`, aggregation
-`actor.loss_agg_mode`, SAPO `actor.tau_pos/tau_neg`. Resolving `_target_` imports this module, which
+so every setting of the objective, by its own keyword, reaches each worker's loss as
+`config.policy_loss.hparams` (hparams.py maps verl's own `actor.clip_ratio_low/high`, `loss_agg_mode`,
+`tau_pos/tau_neg` and reads the older knob fields below). Resolving `_target_` imports this module, which
 imports the plugin (registration and hooks), so a broken install fails here, loudly, instead of inside
 verl's silent plugin loader, and a run works even with VERL_USE_EXTERNAL_PLUGINS=none (the seam patches
-already-imported verl modules in place). `__post_init__` checks the loss name and the knobs with the
-objective library.
+already-imported verl modules in place). `__post_init__` checks the loss name and the settings with
+the objective library.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["DHPOPolicyLossConfig", "TARGET"]
 
 @dataclass
 class DHPOPolicyLossConfig(seam.policy_loss_config_base()):
-    """verl's PolicyLossConfig plus dhpo-suite's knobs. None means "the objective's paper default"."""
+    """verl's PolicyLossConfig plus the objective's settings. None means "the objective's paper default"."""
 
     hparams: dict[str, Any] = field(default_factory=dict)
     """The objective's settings by its own keywords (eps_low, seq_eps_low, mixing, dual_clip, ...): hparams.py."""
