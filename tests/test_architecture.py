@@ -288,3 +288,11 @@ def test_nothing_in_the_product_imports_the_test_harnesses():
     users = {m for m in _modules() if not m.startswith("dhpo_suite.testing")
              and any(i.startswith("dhpo_suite.testing") for i in _imports(m)[0])}
     assert users == set()
+
+
+def test_the_verl_backend_keeps_its_state_in_one_object():
+    # state.STATE (one ProcessState) holds what the plugin remembers between verl's calls; no module of the
+    # backend rebinds a module global of its own.
+    rebinds = {m: [n.names for n in ast.walk(ast.parse(_modules()[m].read_text(encoding="utf-8")))
+                   if isinstance(n, ast.Global)] for m in _area("dhpo_suite.train.verl_backend")}
+    assert {m: g for m, g in rebinds.items() if g} == {}

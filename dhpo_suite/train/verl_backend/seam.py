@@ -275,11 +275,13 @@ def padded(value, fill=0):
 
 def _objects(data, key: str) -> list | None:
     """A non-tensor field as a Python list (numpy array, NonTensorStack or list, depending on the path)."""
+    from tensordict import NonTensorData
+
     if key not in data.keys():
         return None
     value = data[key]
     value = value.tolist() if hasattr(value, "tolist") else list(value)
-    return [getattr(v, "data", v) if type(v).__name__ == "NonTensorData" else v for v in value]
+    return [v.data if isinstance(v, NonTensorData) else v for v in value]
 
 
 def strings(data, key: str) -> list[str] | None:
