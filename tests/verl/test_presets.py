@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from dhpo_suite.train.objectives import OBJECTIVES
 from dhpo_suite.train.verl_backend.launch import plan
@@ -155,3 +156,32 @@ def test_bad_step_count_is_one_error_line(capsys, tmp_path):
     assert run("grpo", "qwen3-4b", out=tmp_path / "run", steps=0, dry_run=True) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --steps: must be > 0, got 0"]
+
+
+@pytest.mark.parametrize("extra, expect", [
+    (["+actor_rollout_ref.actor.policy_loss.hparams.clip=unified",
+      "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_high=0.5"], {"clip": "unified", "seq_eps_high": 0.5}),
+    (["+actor_rollout_ref.actor.policy_loss.hparams.eps_high=0.3"], {"eps_high": 0.3}),  # wins over clip_ratio_high
+])
+def test_verls_real_loss_call_uses_the_hparams(extra, expect):
+    """verl's own `ppo_loss` (wrapped by the plugin) on a real micro-batch equals the library call with the same
+    keywords: the path a verl run takes."""
+    from tests.verl.test_adapter import _actor, _micro_batch
+    from verl.workers.utils import losses
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    from dhpo_suite.train.objectives import get_objective
+
+    actor = _actor("dhpo", extra)
+    td, out = _micro_batch(1)
+    loss, _ = losses.ppo_loss(actor, out, td)
+    lp, ent = no_padding_2_padding(out["log_probs"], td), no_padding_2_padding(out["entropy"], td)
+    padded = td.select("old_log_probs", "advantages", "response_mask").to_padded_tensor()
+    expect_out = get_objective("dhpo", **expect)(
+        lp, padded["old_log_probs"], padded["advantages"], padded["response_mask"].bool(), ent,
+        batch_num_tokens=td["batch_num_tokens"], global_batch_size=td["global_batch_size"])
+    torch.testing.assert_close(loss, expect_out.loss, rtol=0, atol=0)
+    default = get_objective("dhpo")(lp, padded["old_log_probs"], padded["advantages"],
+                                    padded["response_mask"].bool(), ent, batch_num_tokens=td["batch_num_tokens"],
+                                    global_batch_size=td["global_batch_size"])
+    assert not torch.equal(default.loss, expect_out.loss)  # the settings changed the loss
