@@ -233,7 +233,7 @@ def build(cfg: TrainConfig, run_dir: Path, pool: GraderPool, log: Callable[[str]
     """The Trainer: model, tokenizer, objective, optimizer, problems, the run's manifest; `last` (from
     `restore`): the checkpoint to continue (its model, optimizer, scheduler and RNG state)."""
     from dhpo_suite.models.local import load_model
-    from dhpo_suite.runs import TelemetrySpec
+    from dhpo_suite.runs.telemetry_spec import TelemetrySpec
     from dhpo_suite.runs.manifest import Manifest
     from dhpo_suite.tasks import get_task
     from dhpo_suite.train.embedded import checkpoint as ckpt

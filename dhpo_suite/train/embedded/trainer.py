@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from dhpo_suite.grading import GraderPool
-    from dhpo_suite.runs import Manifest, TelemetrySpec
+    from dhpo_suite.runs.manifest import Manifest
+    from dhpo_suite.runs.telemetry_spec import TelemetrySpec
     from dhpo_suite.tasks import Task
     from dhpo_suite.train.objectives import Objective
 
