@@ -65,7 +65,10 @@ def dhpo(
     sg parts are constants. Shapes: every tensor (B, T).
     """
     r, s = _ratios(x)
-    w = entropy_weight(x.entropy, x.mask, entropy_scope) if mixing == "entropy" else torch.full_like(r, avg_weight)
+    if mixing == "entropy" and x.entropy is not None:  # Objective.__call__ refuses a missing entropy
+        w = entropy_weight(x.entropy, x.mask, entropy_scope)
+    else:
+        w = torch.full_like(r, avg_weight)
     m = w * r + (1 - w) * s  # eq. 7's hybrid ratio
     tok, seq = (1 - eps_low, 1 + eps_high), (1 - seq_eps_low, 1 + seq_eps_high)
     if clip == "branch":  # eq. 11: each ratio clipped in its own region, then mixed

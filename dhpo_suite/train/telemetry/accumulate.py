@@ -22,7 +22,7 @@ torch.distributed. Response ids must be unique within a step across ranks; the g
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ import torch
 from dhpo_suite.runs.records import StepRecord
 from dhpo_suite.runs.telemetry_spec import TelemetrySpec
 from dhpo_suite.train.objectives.output import ObjectiveOutput
-from dhpo_suite.train.telemetry.bins import entropy_coarse_edges
+from dhpo_suite.train.telemetry.bins import entropy_coarse_edges, position_edges
 from dhpo_suite.train.telemetry.flags import ClipFlags, clip_flags
 from dhpo_suite.train.telemetry.metrics import TOKEN_METRICS, Tokens
 from dhpo_suite.train.telemetry.select import offer_outliers, offer_samples
@@ -39,6 +39,8 @@ from dhpo_suite.train.telemetry.state import Decode, TelemetryState
 __all__ = ["TelemetryAccumulator", "reduce_across_ranks", "token_decoder"]
 
 _SIGN_NAMES = ("pos", "neg", "zero")
+Gather = Callable[[torch.Tensor], torch.Tensor]
+"""A (B, T) tensor -> its valid tokens as a 1-D tensor (one index_select)."""
 ENTROPY_LOW = 0.01  # nats: the "collapsed token" threshold of entropy/frac_below_0.01
 
 
@@ -179,7 +181,7 @@ class TelemetryAccumulator:
             self._dev[key] = old + value
 
     def _add_token_stats(
-        self, out: ObjectiveOutput, flags: dict[str, ClipFlags], mask: torch.Tensor, v, tokens: Tokens
+        self, out: ObjectiveOutput, flags: dict[str, ClipFlags], mask: torch.Tensor, v: Gather, tokens: Tokens
     ) -> None:
         """Counts and float64 sums over the valid tokens; `v(t)` gathers t's valid tokens as a 1-D tensor."""
         f64 = torch.float64
@@ -216,7 +218,7 @@ class TelemetryAccumulator:
             if name == "entropy_coarse":
                 edges = entropy_coarse_edges()
             elif name == "position":
-                edges = self._state.edges("entropy_x_position")[1]
+                edges = position_edges(self.spec.max_response_length, self.spec.position_bins)
             else:
                 edges = self._state.edges(name)[0]
             self._edges[key] = torch.as_tensor(edges[1:-1], dtype=torch.float64, device=x.device)
@@ -226,7 +228,7 @@ class TelemetryAccumulator:
     def _hist(self, name: str, idx: torch.Tensor, n: int) -> None:
         self._add("h", name, torch.bincount(idx, minlength=n)[:n])
 
-    def _add_histograms(self, out: ObjectiveOutput, v, positions: torch.Tensor) -> None:
+    def _add_histograms(self, out: ObjectiveOutput, v: Gather, positions: torch.Tensor) -> None:
         adv = v(out.advantages)
         sign = torch.where(adv > 0, 0, torch.where(adv < 0, 1, 2))  # pos, neg, zero
         token_idx = None
@@ -250,18 +252,18 @@ class TelemetryAccumulator:
             self._hist("entropy_x_log_ratio", ie * nl + il, ne * nl)
 
 
-def _np(x: Any, dtype) -> np.ndarray:
+def _np(x: Any, dtype: type) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
     return np.asarray(x).astype(dtype).reshape(-1)
 
 
-def token_decoder(tokenizer) -> Decode:
+def token_decoder(tokenizer: Any) -> Decode:
     """A Decode callback for a Hugging Face tokenizer: each id decoded on its own (readable pieces)."""
     return lambda ids: tokenizer.batch_decode([[int(i)] for i in ids])
 
 
-def reduce_across_ranks(acc: TelemetryAccumulator, group=None, dst: int = 0) -> TelemetryState | None:
+def reduce_across_ranks(acc: TelemetryAccumulator, group: Any = None, dst: int = 0) -> TelemetryState | None:
     """Gather every rank's state of `group` on its rank `dst` (the rank within `group`, e.g. a data-parallel
     subgroup; global rank for the default group) and merge them; None on the other ranks."""
     import torch.distributed as dist
@@ -270,8 +272,8 @@ def reduce_across_ranks(acc: TelemetryAccumulator, group=None, dst: int = 0) -> 
     if rank < 0:
         return None
     blob = acc.state().to_bytes()
-    gathered = [None] * dist.get_world_size(group) if rank == dst else None
-    dist.gather_object(blob, gathered, group=group, group_dst=dst)
+    gathered: list[Any] = [None] * dist.get_world_size(group)
+    dist.gather_object(blob, gathered if rank == dst else None, group=group, group_dst=dst)
     if rank != dst:
         return None
     merged = TelemetryState(acc.spec)

@@ -72,8 +72,10 @@ def log_ratio_edges(
     hi = float(np.log(high)) if high is not None and np.isfinite(high) else None
     if lo is None and hi is None:
         lo, hi = (float(np.log(b)) for b in DEFAULT_BOUNDS)
-    lo = -hi if lo is None else lo
-    hi = -lo if hi is None else hi
+    if lo is None:
+        lo = -hi  # type: ignore[operator]  # hi is set: both None was handled above
+    if hi is None:
+        hi = -lo
     if not lo < hi:
         raise ValueError(f"trust region must satisfy low < high, got low={low}, high={high}")
     inside = np.linspace(lo, hi, n_inside + 1)

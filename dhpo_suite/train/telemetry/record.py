@@ -124,7 +124,7 @@ def build_distributions(st: "MergedState") -> dict[str, Histogram]:
     return out
 
 
-def _texts(ids, texts, decode: "Decode | None") -> list[str] | None:
+def _texts(ids: Sequence[int] | None, texts: Sequence[str] | None, decode: "Decode | None") -> list[str] | None:
     if texts is not None:
         return list(texts)
     if ids is not None and decode is not None:

@@ -75,7 +75,20 @@ def offer_outliers(
                                              token_texts, epoch, st.spec.context_tokens))
 
 
-def _outlier_rows(out, ratio, fl, dist, mask, rows, pos, rids, token_ids, token_texts, epoch, n_ctx) -> list[dict]:
+def _outlier_rows(
+    out: ObjectiveOutput,
+    ratio: torch.Tensor,
+    fl: ClipFlags,
+    dist: torch.Tensor,
+    mask: torch.Tensor,
+    rows: torch.Tensor,
+    pos: torch.Tensor,
+    rids: torch.Tensor,
+    token_ids: torch.Tensor | None,
+    token_texts: Sequence[Sequence[str]] | None,
+    epoch: int,
+    n_ctx: int,
+) -> list[dict]:
     """Host-side dicts for the selected (row, pos) tokens, with ±n_ctx tokens of context."""
     vals = {
         "distance": dist.double(),

@@ -179,14 +179,14 @@ class TelemetryState:
             raise ValueError(f"cannot merge telemetry with different specs: {self.spec} vs {other.spec}")
         for b, (lo, hi) in other.bounds.items():
             self.set_bounds(b, lo, hi)
-        for k, v in other.counts.items():
-            self.add_count(k, v)
-        for k, v in other.sums.items():
-            self.add_sum(k, v)
+        for k, n in other.counts.items():
+            self.add_count(k, n)
+        for k, total in other.sums.items():
+            self.add_sum(k, total)
         for k in other.mins:
             self.add_extrema(k, other.mins[k], other.maxs[k])
-        for k, v in other.hists.items():
-            self.add_hist(k, v)
+        for k, hist in other.hists.items():
+            self.add_hist(k, hist)
         if other.responses:
             self.add_responses(**other.responses)
         self.outlier_samples.update(other.outlier_samples)
@@ -213,8 +213,9 @@ class TelemetryState:
         }
         arrays = {f"h:{k}": v for k, v in self.hists.items()}
         arrays.update({f"r:{k}": v for k, v in self.responses.items()})
+        arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
         buf = io.BytesIO()
-        np.savez(buf, __header__=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
+        np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds like allow_pickle
         return buf.getvalue()
 
     @classmethod
