@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 import re
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import torch
@@ -131,3 +132,20 @@ def test_a_new_setting_reaches_every_surface(grpo_with_a_new_setting, tmp_path):
 
     pl = plan("grpo", "qwen3-1.7b", ["+actor_rollout_ref.actor.policy_loss.hparams.adv_scale=2"], out=tmp_path / "r")
     assert objective_hparams("grpo", pl.config.actor_rollout_ref.actor)["adv_scale"] == 2
+
+
+def test_a_literal_annotation_declares_its_choices(monkeypatch):
+    """docs/objectives.md: a setting typed `Literal[...]` needs no entry in the registry's tables."""
+    def scratch(x, *, side: Literal["low", "high"] = "low", loss_agg_mode: str = PAPER_AGG_MODE):
+        raise AssertionError("not called")
+
+    monkeypatch.setitem(registry._REGISTRY, "scratch", scratch)
+    registry._params.cache_clear(), registry._types.cache_clear()
+    try:
+        assert resolve_hparams("scratch", {"side": "high"})["side"] == "high"
+        assert parse_hparams("scratch", ["side=high"]) == {"side": "high"}
+        with pytest.raises(HparamError, match="objective 'scratch': side='both' must be one of low, high"):
+            resolve_hparams("scratch", {"side": "both"})
+    finally:
+        monkeypatch.delitem(registry._REGISTRY, "scratch")
+        registry._params.cache_clear(), registry._types.cache_clear()

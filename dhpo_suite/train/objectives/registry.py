@@ -23,8 +23,8 @@ from dhpo_suite.train.objectives.aggregation import AGG_MODES
 from dhpo_suite.train.objectives.output import ObjectiveOutput
 from dhpo_suite.train.objectives.parts import token_log_ratio
 
-__all__ = ["Inputs", "HparamError", "Objective", "ALIASES", "default_hparams", "get_objective", "hparam_names", "objective_names",
-           "parse_hparam", "parse_hparams", "register_objective", "resolve_hparams"]
+__all__ = ["ALIASES", "HparamError", "Inputs", "Objective", "default_hparams", "get_objective", "hparam_names",
+           "objective_names", "parse_hparam", "parse_hparams", "register_objective", "resolve_hparams"]
 
 
 @dataclass(frozen=True)
@@ -203,10 +203,11 @@ def parse_hparam(name: str, key: str, text: str) -> Any:
     if key not in tps:
         raise HparamError(name, key, f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(tps)}")
     tp = tps[key]
-    args = typing.get_args(tp)
+    union = typing.get_origin(tp) in (typing.Union, types.UnionType)
+    args = typing.get_args(tp) if union else (tp,)
     if text.strip().lower() in ("none", "null") and (tp is Any or type(None) in args):
         return None
-    for candidate in [a for a in args if a is not type(None)] or [tp]:
+    for candidate in [a for a in args if a is not type(None)]:
         if typing.get_origin(candidate) is typing.Literal or candidate in (str, Any):
             return text
         if candidate is bool and text.lower() in ("true", "false"):
