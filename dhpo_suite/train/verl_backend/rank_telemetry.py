@@ -30,13 +30,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dhpo_suite.train.verl_backend import seam
 from dhpo_suite.train.verl_backend.names import objective_of
 from dhpo_suite.train.verl_backend.state import STATE
 
-__all__ = ["StepTelemetry", "Prompts", "run_step", "note_checkpoint_loaded", "export_checkpoint"]
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from dhpo_suite.runs.manifest import Manifest
+    from dhpo_suite.runs.records import StepRecord
+    from dhpo_suite.runs.telemetry_spec import TelemetrySpec
+    from dhpo_suite.runs.writer import RunWriter
+    from dhpo_suite.train.objectives import ObjectiveOutput
+    from dhpo_suite.train.telemetry import Decode, TelemetryAccumulator, TelemetryState
+    from dhpo_suite.train.verl_backend.seam import MicroBatch
+
+__all__ = ["StepTelemetry", "Prompts", "ids_from_uids", "run_step", "note_checkpoint_loaded", "export_checkpoint"]
+
+Facts = tuple["str | None", "str | None"]
+"""A prompt's (problem, gold answer), None where the batch does not carry it."""
 
 
 @dataclass(frozen=True)
@@ -46,20 +60,22 @@ class Prompts:
     problems: list[str | None]
     golds: list[str | None]
 
-    def attach(self, record, group_size: int) -> None:
+    def attach(self, record: StepRecord, group_size: int) -> None:
         """Fill the kept responses' `prompt`/`gold` columns when every prompt has both (else leave them null)."""
-        if self.problems and all(p is not None for p in self.problems) and all(g is not None for g in self.golds):
-            record.attach_prompts(self.problems, self.golds, group_size)
+        problems = [p for p in self.problems if p is not None]
+        golds = [g for g in self.golds if g is not None]
+        if problems and len(problems) == len(self.problems) and len(golds) == len(self.golds):
+            record.attach_prompts(problems, golds, group_size)
 
 
 @dataclass
 class StepTelemetry:
     """Telemetry of the actor update running in this process (STATE.step while it runs)."""
 
-    acc: Any  # TelemetryAccumulator
+    acc: TelemetryAccumulator
     seen: dict[int, int] = field(default_factory=dict)  # response id -> update passes so far
 
-    def observe(self, out, micro_batch) -> None:
+    def observe(self, out: ObjectiveOutput, micro_batch: MicroBatch | None) -> None:
         """Add one loss call's ObjectiveOutput computed on `micro_batch` (no-op without response ids)."""
         rows = None if micro_batch is None else seam.micro_batch_rows(micro_batch, out.response_mask.shape[-1])
         if rows is None:
@@ -78,12 +94,12 @@ class StepTelemetry:
         self.acc.add_update(out, response_ids=ids, token_ids=tokens, old_log_prob=old, epoch=epoch)
 
 
-def _enabled(config) -> bool:
+def _enabled(config: Any) -> bool:
     pl = config.policy_loss
     return objective_of(pl.loss_mode) is not None and bool(getattr(pl, "run_dir", None))
 
 
-def _row_prompts(data, real: list[bool]) -> list[tuple[str | None, str | None]]:
+def _row_prompts(data: Any, real: list[bool]) -> list[Facts]:
     """(problem, gold) of each real row, (None, None) when the batch carries neither."""
     found = seam.prompts_and_golds(data)
     if found is None:
@@ -91,54 +107,64 @@ def _row_prompts(data, real: list[bool]) -> list[tuple[str | None, str | None]]:
     return [(p, g) for p, g, r in zip(*found, real) if r]
 
 
-def _response_ids(data, group, config) -> tuple[Any, int, Prompts]:
+def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, Prompts]:
     """(ids (N,) int64, responses per prompt, each prompt's problem and gold) for this rank's rows, -1 for
     padding rows; see the module docstring."""
     import torch
-    import torch.distributed as dist
 
     real = seam.real_rows(data).tolist()
     uids = seam.strings(data, "uid")
-    facts = _row_prompts(data, real)
-    n = sum(real)
-    world = dist.get_world_size(group) if dist.is_initialized() else 1
-    rank = dist.get_rank(group) if dist.is_initialized() else 0
-    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else n, facts)
-    everyone = [None] * world
-    if world > 1:
-        dist.all_gather_object(everyone, mine, group=group)
-    else:
-        everyone = [mine]
+    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else sum(real), _row_prompts(data, real))
+    everyone, rank = _all_gather(mine, group)
+    facts = [f for _, fs in everyone for f in fs]  # every real row's (problem, gold), in rank order
     ids = torch.full((len(real),), -1, dtype=torch.int64)
     where = torch.tensor(real, dtype=torch.bool)
-    if uids is None:
-        offset = sum(int(x) for x, _ in everyone[:rank])
-        ids[where] = torch.arange(offset, offset + n, dtype=torch.int64)
+    if uids is None:  # global positions: group = position // G
+        offset = sum(int(n) for n, _ in everyone[:rank])
+        ids[where] = torch.arange(offset, offset + sum(real), dtype=torch.int64)
         size = int(config.rollout_n)
-        rows = [f for _, fs in everyone for f in fs]
-        firsts = rows[::size]  # global positions: group = position // G
-        return ids, size, Prompts([p for p, _ in firsts], [g for _, g in firsts])
+        firsts = facts[::size]
+    else:
+        mine_ids, size, firsts = ids_from_uids([us for us, _ in everyone], facts, rank)
+        ids[where] = torch.tensor(mine_ids, dtype=torch.int64)
+    return ids, size, Prompts([p for p, _ in firsts], [g for _, g in firsts])
+
+
+def ids_from_uids(uids_by_rank: list[list[str]], facts: list[Facts], rank: int) -> tuple[list[int], int, list[Facts]]:
+    """(response ids of `rank`'s rows, responses per prompt, each prompt's facts) from every rank's uids (rank
+    order, real rows only) and their rows' facts: prompt p = rank of its uid in sorted order, j = the row's
+    order within its uid across ranks, id = p·G + j."""
+    flat = [(u, r) for r, us in enumerate(uids_by_rank) for u in us]
     counts: dict[str, int] = {}
-    about: dict[str, tuple[str | None, str | None]] = {}
-    flat = [(u, r) for r, (us, _) in enumerate(everyone) for u in us]
-    for (u, _), f in zip(flat, [f for _, fs in everyone for f in fs]):
+    about: dict[str, Facts] = {}
+    for (u, _), f in zip(flat, facts):
         counts[u] = counts.get(u, 0) + 1
         about.setdefault(u, f)
     size = max(counts.values())
     order = sorted(counts)
     prompt = {u: i for i, u in enumerate(order)}
-    j: dict[str, int] = {}
-    mine_ids = []
+    seen: dict[str, int] = {}
+    mine = []
     for u, r in flat:
-        k = j.get(u, 0)
-        j[u] = k + 1
+        j = seen.get(u, 0)
+        seen[u] = j + 1
         if r == rank:
-            mine_ids.append(prompt[u] * size + k)
-    ids[where] = torch.tensor(mine_ids, dtype=torch.int64)
-    return ids, size, Prompts([about[u][0] for u in order], [about[u][1] for u in order])
+            mine.append(prompt[u] * size + j)
+    return mine, size, [about[u] for u in order]
 
 
-def _add_rollout(acc, data, ids, size: int) -> None:
+def _all_gather(obj: Any, group: Any) -> tuple[list[Any], int]:
+    """(every rank's `obj` in rank order, this rank) within `group`; ([obj], 0) without distributed."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized() or dist.get_world_size(group) == 1:
+        return [obj], 0
+    everyone: list[Any] = [None] * dist.get_world_size(group)
+    dist.all_gather_object(everyone, obj, group=group)
+    return everyone, dist.get_rank(group)
+
+
+def _add_rollout(acc: TelemetryAccumulator, data: Any, ids: Tensor, size: int) -> None:
     rewards = seam.rollout_rewards(data)
     if rewards is None:
         return  # no reward in the batch: token telemetry only
@@ -147,7 +173,7 @@ def _add_rollout(acc, data, ids, size: int) -> None:
     acc.add_rollout(rewards[real], lengths, lengths >= acc.spec.max_response_length, size, response_ids=ids[real])
 
 
-def _spec(config, data):
+def _spec(config: Any, data: Any) -> TelemetrySpec:
     from dhpo_suite.runs import TelemetrySpec
 
     opts = dict(getattr(config.policy_loss, "telemetry", None) or {})
@@ -156,7 +182,7 @@ def _spec(config, data):
     return TelemetrySpec(**opts)
 
 
-def _decoder(config):
+def _decoder(config: Any) -> Decode | None:
     if STATE.decode is None:
         from dhpo_suite.train.telemetry import token_decoder
 
@@ -165,7 +191,7 @@ def _decoder(config):
     return STATE.decode
 
 
-def run_step(worker, data, update: Callable[[], Any]) -> Any:
+def run_step(worker: Any, data: Any, update: Callable[[], Any]) -> Any:
     """Run verl's update (`update()`) as one telemetry step of this rank; returns verl's output."""
     config = seam.actor_config(worker)
     if config is None or not _enabled(config):
@@ -202,7 +228,7 @@ def _last(values: list[float]) -> float | None:
     return values[-1] if values else None
 
 
-def _rows(out, keep):
+def _rows(out: ObjectiveOutput, keep: Tensor) -> ObjectiveOutput:
     """ObjectiveOutput `out` restricted to rows `keep`: every (B, ...) tensor, branches included."""
     import dataclasses
 
@@ -210,7 +236,7 @@ def _rows(out, keep):
 
     from dhpo_suite.train.objectives.output import Branch
 
-    def pick(v):
+    def pick(v: Any) -> Any:
         return v[keep] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == keep.shape[0] else v
 
     branches = {name: Branch(pick(b.ratio), b.low, b.high, pick(b.clip_low), pick(b.clip_high))
@@ -219,7 +245,7 @@ def _rows(out, keep):
     return dataclasses.replace(out, branches=branches, **fields)
 
 
-def _gather(acc, group):
+def _gather(acc: TelemetryAccumulator, group: Any) -> TelemetryState | None:
     """Merged TelemetryState on rank 0 of `group`, None elsewhere (exact merge of the partials)."""
     import torch.distributed as dist
 
@@ -230,7 +256,7 @@ def _gather(acc, group):
     return reduce_across_ranks(acc, group, dst=0)
 
 
-def _writer(config, spec):
+def _writer(config: Any, spec: TelemetrySpec) -> RunWriter:
     """This process's RunWriter of the run (opened once, resuming the launcher's run directory)."""
     from dhpo_suite.runs import RunWriter
 
@@ -240,7 +266,7 @@ def _writer(config, spec):
     return STATE.writers[run_dir]
 
 
-def _manifest(config, spec):
+def _manifest(config: Any, spec: TelemetrySpec) -> Manifest:
     """The run's manifest: the launcher's (if it wrote one) or one built from the actor config."""
     from dhpo_suite.runs import Manifest, read_manifest
     from dhpo_suite.runs.format import manifest_path
@@ -250,6 +276,7 @@ def _manifest(config, spec):
     if manifest_path(run_dir).exists():
         return read_manifest(run_dir)
     name = objective_of(config.policy_loss.loss_mode)
+    assert name is not None  # only runs with a dhpo_suite loss write (_enabled)
     model = getattr(getattr(config, "model_config", None), "path", "") or ""
     return Manifest(
         algorithm=name,
@@ -269,7 +296,7 @@ def note_checkpoint_loaded(local_path: str) -> None:
         STATE.steps_done.clear()
 
 
-def export_checkpoint(worker, local_path: str, global_step: int) -> Path | None:
+def export_checkpoint(worker: Any, local_path: str, global_step: int) -> Path | None:
     """Expose verl's HF export of a checkpoint as the run directory's `checkpoints/step-NNNNNN/` (hard links,
     copies across filesystems), marked complete."""
     import os
@@ -287,7 +314,7 @@ def export_checkpoint(worker, local_path: str, global_step: int) -> Path | None:
 
     target = checkpoint_path(config.policy_loss.run_dir, global_step)
 
-    def link(src, dst):
+    def link(src: str, dst: str) -> None:
         try:
             os.link(src, dst)
         except OSError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from dhpo_suite.train.verl_backend import seam
 from dhpo_suite.train.verl_backend.names import LOSS_PREFIX, loss_mode, objective_of
@@ -18,7 +18,7 @@ def policy_losses() -> dict[str, Callable]:
     return {loss_mode(name): make_policy_loss(name) for name in OBJECTIVES}
 
 
-def register_all(registry_module=None) -> list[str]:
+def register_all(registry_module: Any = None) -> list[str]:
     """Register every library objective in verl's POLICY_LOSS_REGISTRY (idempotent); returns the modes."""
     return seam.register_policy_losses(policy_losses(), registry_module)
 

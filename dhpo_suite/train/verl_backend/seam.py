@@ -28,10 +28,17 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dhpo_suite.train.verl_backend.names import RID_KEY
 from dhpo_suite.train.verl_backend.state import STATE
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
+    import torch
+    from torch import Tensor
 
 __all__ = [
     "REWARD_KEYS", "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy",
@@ -50,7 +57,7 @@ REWARD_KEYS = ("token_level_scores", "rm_scores", "token_level_rewards")
 class _RunAfter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Runs `STATE.pending_imports[name]` right after module `name` finishes executing."""
 
-    def find_spec(self, fullname, path, target=None):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> ModuleSpec | None:
         if fullname not in STATE.pending_imports:
             return None
         for finder in sys.meta_path:
@@ -63,11 +70,12 @@ class _RunAfter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 return spec
         return None
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return spec.loader_state["inner"].create_module(spec)
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: ModuleType) -> None:
         spec = module.__spec__
+        assert spec is not None
         inner = spec.loader_state["inner"]
         spec.loader_state = spec.loader_state["outer"]
         spec.loader = module.__loader__ = inner
@@ -79,7 +87,7 @@ class _RunAfter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _RunAfter()  # stateless: the callbacks live in STATE
 
 
-def after_import(module_name: str, callback: Callable[[Any], None]) -> None:
+def after_import(module_name: str, callback: Callable[[Any], object]) -> None:
     """Call `callback(module)` now if `module_name` is imported, else right after it is."""
     if module_name in sys.modules:
         callback(sys.modules[module_name])
@@ -107,7 +115,7 @@ class Wiring:
 
 def install(wiring: Wiring) -> None:
     """Every patch the plugin applies to verl (idempotent), each right after verl imports its module."""
-    after_import("verl.trainer.ppo.core_algos", lambda m: register_policy_losses(wiring.policy_losses(), m))
+    after_import("verl.trainer.ppo.core_algos", lambda m: _register(wiring.policy_losses(), m))
     after_import("verl.workers.utils.losses", _patch_ppo_loss_name)
     after_import("verl.trainer.distillation.losses", _patch_ppo_loss_name)
     after_import("verl.workers.engine_workers", functools.partial(_patch_training_worker, wiring=wiring))
@@ -133,7 +141,7 @@ def _wrap_ppo_loss(ppo_loss: Callable) -> Callable:
         return ppo_loss
 
     @functools.wraps(ppo_loss)
-    def ppo_loss_with_micro_batch(config, model_output, data, dp_group=None):
+    def ppo_loss_with_micro_batch(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> Any:
         token = STATE.micro_batch.set(MicroBatch(model_output, data))
         try:
             return ppo_loss(config, model_output, data, dp_group)
@@ -144,13 +152,13 @@ def _wrap_ppo_loss(ppo_loss: Callable) -> Callable:
     return ppo_loss_with_micro_batch
 
 
-def _patch_ppo_loss_name(module) -> None:
+def _patch_ppo_loss_name(module: Any) -> None:
     """Rebind `module.ppo_loss` (verl's losses module and every module that imported the name)."""
     if hasattr(module, "ppo_loss"):
         module.ppo_loss = _wrap_ppo_loss(module.ppo_loss)
 
 
-def micro_batch_entropy(log_prob):
+def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
     """Per-token entropy (B, T) of the micro-batch whose loss is being computed, or None if verl did not
     compute it (`actor.calculate_entropy=false`). Raises if no micro-batch is stashed or it does not
     match `log_prob` (B, T), i.e. if the entropy would belong to another micro-batch."""
@@ -176,23 +184,23 @@ def micro_batch_entropy(log_prob):
     return no_padding_2_padding(entropy, mb.data)
 
 
-def micro_batch_rows(mb: MicroBatch, width: int):
+def micro_batch_rows(mb: MicroBatch, width: int) -> tuple[Tensor, Tensor | None, Tensor | None] | None:
     """(response ids (B,), token ids (B, width) or None, old log-probs (B, width) or None) of a micro-batch
     that carries response ids (None otherwise): what telemetry needs beside the loss's ObjectiveOutput."""
     data = mb.data
     if RID_KEY not in data.keys():
         return None
     ids = data[RID_KEY].reshape(-1).cpu()
-    tokens = padded(data["responses"], 0)
-    tokens = tokens[:, :width] if tokens.shape[-1] >= width else None
-    old = data.get("old_log_probs", None)
-    old = None if old is None else padded(old, 0.0)
-    old = old[:, :width] if old is not None and old.shape[-1] >= width else None
+    responses = padded(data["responses"], 0)
+    tokens = responses[:, :width] if responses.shape[-1] >= width else None
+    stored = data.get("old_log_probs", None)
+    stored = None if stored is None else padded(stored, 0.0)
+    old = stored[:, :width] if stored is not None and stored.shape[-1] >= width else None
     return ids, tokens, old
 
 
 # ---- 3. the actor worker ----
-def _wrap_method(cls, name: str, make: Callable[[Callable], Callable]) -> None:
+def _wrap_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
     """Replace cls.name by make(original); functools.wraps keeps verl's @register dispatch attributes."""
     original = getattr(cls, name)
     if getattr(original, _PATCHED, False):
@@ -202,23 +210,24 @@ def _wrap_method(cls, name: str, make: Callable[[Callable], Callable]) -> None:
     setattr(cls, name, wrapper)
 
 
-def _patch_training_worker(module, wiring: Wiring) -> None:
+def _patch_training_worker(module: Any, wiring: Wiring) -> None:
     """One TrainingWorker.train_mini_batch call = one telemetry step; checkpoints reported to the wiring."""
     _patch_ppo_loss_name(module)
 
-    def train_mini_batch(original):
+    def train_mini_batch(original: Callable) -> Callable:
         return lambda self, data: wiring.run_step(self, data, lambda: original(self, data))
 
-    def save_checkpoint(original):
-        def save(self, local_path, hdfs_path=None, global_step=0, max_ckpt_to_keep=None):
+    def save_checkpoint(original: Callable) -> Callable:
+        def save(self: Any, local_path: str, hdfs_path: Any = None, global_step: int = 0,
+                 max_ckpt_to_keep: Any = None) -> Any:
             result = original(self, local_path, hdfs_path, global_step, max_ckpt_to_keep)
             wiring.checkpoint_saved(self, local_path, global_step)
             return result
 
         return save
 
-    def load_checkpoint(original):
-        def load(self, local_path, hdfs_path=None, del_local_after_load=False):
+    def load_checkpoint(original: Callable) -> Callable:
+        def load(self: Any, local_path: str, hdfs_path: Any = None, del_local_after_load: bool = False) -> Any:
             result = original(self, local_path, hdfs_path, del_local_after_load)
             wiring.checkpoint_loaded(local_path)
             return result
@@ -230,27 +239,27 @@ def _patch_training_worker(module, wiring: Wiring) -> None:
         _wrap_method(module.TrainingWorker, name, make)
 
 
-def actor_config(worker) -> Any | None:
+def actor_config(worker: Any) -> Any | None:
     """The actor config (verl's ActorConfig dataclass) the worker's loss is bound to, or None."""
     loss_fn = getattr(worker, "loss_fn", None)
     config = getattr(loss_fn, "keywords", {}).get("config") if loss_fn is not None else None
     return config if config is not None and hasattr(config, "policy_loss") else None
 
 
-def data_parallel_group(worker):
+def data_parallel_group(worker: Any) -> Any:
     return worker.engine.get_data_parallel_group()
 
 
-def writes_outputs(worker) -> bool:
+def writes_outputs(worker: Any) -> bool:
     """True on the ranks verl lets report (under sequence/tensor parallelism only one rank per group)."""
     return bool(worker.engine.is_mp_src_rank_with_outputs())
 
 
-def tokenizer(config) -> Any | None:
+def tokenizer(config: Any) -> Any | None:
     return getattr(getattr(config, "model_config", None), "tokenizer", None)
 
 
-def global_normalisers(config) -> dict[str, Any]:
+def global_normalisers(config: Any) -> dict[str, Any]:
     """The global normalisers of the current mini-batch that verl hands the loss through the actor config
     (dp_size, batch_num_tokens, global_batch_size, loss_scale_factor), those that are set."""
     info = config.global_batch_info
@@ -258,7 +267,7 @@ def global_normalisers(config) -> dict[str, Any]:
     return {k: info.get(k) for k in keys if info.get(k) is not None}
 
 
-def step_metric(output, name: str) -> list[float]:
+def step_metric(output: Any, name: str) -> list[float]:
     """verl's per-micro-batch values of metric `name` in a `train_mini_batch` output (grad_norm, lr)."""
     from verl.utils import tensordict_utils as tu
 
@@ -268,14 +277,14 @@ def step_metric(output, name: str) -> list[float]:
 
 
 # ---- 4. the batch of one actor update ----
-def padded(value, fill=0):
+def padded(value: Any, fill: float = 0) -> torch.Tensor:
     """A batch field as a padded (B, T) tensor: the v1 trainer hands jagged nested tensors (TransferQueue)."""
     return value.to_padded_tensor(fill) if getattr(value, "is_nested", False) else value
 
 
-def _objects(data, key: str) -> list | None:
+def _objects(data: Any, key: str) -> list | None:
     """A non-tensor field as a Python list (numpy array, NonTensorStack or list, depending on the path)."""
-    from tensordict import NonTensorData
+    from tensordict import NonTensorData  # type: ignore[import-untyped]
 
     if key not in data.keys():
         return None
@@ -284,33 +293,33 @@ def _objects(data, key: str) -> list | None:
     return [v.data if isinstance(v, NonTensorData) else v for v in value]
 
 
-def strings(data, key: str) -> list[str] | None:
+def strings(data: Any, key: str) -> list[str] | None:
     values = _objects(data, key)
     return None if values is None else [str(v) for v in values]
 
 
-def real_rows(data):
+def real_rows(data: Any) -> torch.Tensor:
     """(N,) bool: rows with at least one response token (False for the v1 trainer's padding rows)."""
     return response_mask(data).sum(-1) > 0
 
 
-def response_mask(data):
+def response_mask(data: Any) -> torch.Tensor:
     return padded(data["response_mask"])
 
 
-def rollout_rewards(data):
+def rollout_rewards(data: Any) -> torch.Tensor | None:
     """(N,) float64: each row's reward, Σ over the response of the first reward field present like verl's own
     score metrics (the agent loop puts the score on the last token); None without a reward field."""
     key = next((k for k in REWARD_KEYS if k in data.keys()), None)
     return None if key is None else padded(data[key], 0.0).sum(-1).double()
 
 
-def set_response_ids(data, ids) -> None:
+def set_response_ids(data: Any, ids: torch.Tensor) -> None:
     """Attach response ids (N,) to the batch: they travel with the rows through verl's reshuffles to the loss."""
     data[RID_KEY] = ids
 
 
-def _last_user_turn(messages) -> str | None:
+def _last_user_turn(messages: Any) -> str | None:
     if isinstance(messages, str):
         return messages
     if hasattr(messages, "tolist"):
@@ -319,24 +328,24 @@ def _last_user_turn(messages) -> str | None:
     return str(users[-1]) if users else None
 
 
-def _gold(reward_model) -> str | None:
+def _gold(reward_model: Any) -> str | None:
     truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else None
-    if hasattr(truth, "tolist"):  # a list column comes back from Parquet as a numpy array
+    if truth is not None and hasattr(truth, "tolist"):  # a list column comes back from Parquet as a numpy array
         truth = truth.tolist()
     if isinstance(truth, (list, tuple)):
         return " | ".join(str(t) for t in truth) or None
     return None if truth is None else str(truth)
 
 
-def prompts_and_golds(data) -> tuple[list[str | None], list[str | None]] | None:
+def prompts_and_golds(data: Any) -> tuple[list[str | None], list[str | None]] | None:
     """Each row's problem (the last user turn of verl's `raw_prompt`, the chat RLHFDataset built) and gold
     answer (`reward_model.ground_truth`, what the reward grades against); None when the batch has neither."""
     raw, rm = _objects(data, "raw_prompt"), _objects(data, "reward_model")
     if raw is None and rm is None:
         return None
-    n = len(raw if raw is not None else rm)
-    prompts = [_last_user_turn(r) for r in raw] if raw is not None else [None] * n
-    golds = [_gold(r) for r in rm] if rm is not None else [None] * n
+    n = len(raw) if raw is not None else len(rm or [])
+    prompts: list[str | None] = [_last_user_turn(r) for r in raw] if raw is not None else [None] * n
+    golds: list[str | None] = [_gold(r) for r in rm] if rm is not None else [None] * n
     return prompts, golds
 
 
@@ -357,11 +366,16 @@ def global_step_of(local_path: str) -> int | None:
 
 
 # ---- verl's policy-loss registry and config classes ----
-def register_policy_losses(losses: dict[str, Callable], registry_module=None) -> list[str]:
+def register_policy_losses(losses: dict[str, Callable], registry_module: Any = None) -> list[str]:
     """Register `losses` {mode: fn} in verl's POLICY_LOSS_REGISTRY (idempotent); returns the modes."""
     if registry_module is None:
-        from verl.trainer.ppo import core_algos as registry_module
+        from verl.trainer.ppo import core_algos
 
+        registry_module = core_algos
+    return _register(losses, registry_module)
+
+
+def _register(losses: dict[str, Callable], registry_module: Any) -> list[str]:
     for mode, fn in losses.items():
         registry_module.register_policy_loss(mode)(fn)
     return list(losses)
@@ -380,7 +394,7 @@ def policy_loss_config_base() -> type:
     return PolicyLossConfig
 
 
-def check_config(cfg) -> dict[str, Any]:
+def check_config(cfg: Any) -> dict[str, Any]:
     """Check a composed `ppo_trainer` config with verl's own validation and config dataclasses (nothing is
     launched); returns the actor, rollout and algorithm dataclasses."""
     import contextlib

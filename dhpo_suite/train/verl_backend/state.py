@@ -42,7 +42,7 @@ class ProcessState:
     """run directory -> RunWriter (the writing rank only)."""
     decode: Callable | None = None
     """token id -> text, built once from the actor's tokenizer."""
-    pending_imports: dict[str, list[Callable[[Any], None]]] = field(default_factory=dict)
+    pending_imports: dict[str, list[Callable[[Any], object]]] = field(default_factory=dict)
     """verl module name -> patches waiting for verl to import it (seam.after_import)."""
 
 
