@@ -3,6 +3,8 @@
 Mirrored in docs/run-format.md. `{b}` is a branch: token, sequence, mixed (mixed only for DHPO). A column
 that is absent was not measured (e.g. entropy when the backend passes none, w for non-DHPO objectives).
 Token counts are token-passes when TelemetrySpec.epochs == "all" and a step runs several PPO epochs.
+The values are computed in `dhpo_suite.train.telemetry` (its step-metric registries refuse a name missing here);
+docs/run-format.md shows adding one.
 """
 
 from __future__ import annotations
