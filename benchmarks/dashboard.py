@@ -15,6 +15,13 @@ dashboard headless and measures, in one browser session:
 Each measure reports wall seconds and CPU seconds (server, browser); with --repeats the sizes alternate and
 the least disturbed tour (smallest wall time) is kept per action. The ratio column (big / small run) shows
 what grows with the run's length. Targets: first page ≤ 3 s, switching ≤ 1 s, memory bounded.
+
+    .venv/bin/python benchmarks/dashboard.py --against DIR [--steps 1000] [--repeats 2]
+
+measures another version side by side instead (DIR holds its package: `git archive REV dhpo_suite | tar -x -C
+DIR`): at --steps only, the tours alternate between DIR's dashboard and this checkout's over the same runs, and
+the table gives each action's server and browser CPU seconds for both, with the ratios new/old. On a shared
+machine the CPU seconds are the comparable figures; wall times include waiting for a core.
 """
 
 from __future__ import annotations
@@ -75,11 +82,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(root: Path) -> tuple[subprocess.Popen, str, float]:
+def start(root: Path, src: Path | None = None) -> tuple[subprocess.Popen, str, float]:
+    """Start the dashboard over `root`: this checkout's, or the dhpo_suite package under `src` (`python -m`
+    puts the working directory first on the path, ahead of the editable install)."""
     port = free_port()
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "dhpo_suite.cli", "dashboard", str(root), "--headless",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    where = dict(cwd=src, env={**os.environ, "PYTHONPATH": str(src)}) if src else {}
+    proc = subprocess.Popen([sys.executable, "-m", "dhpo_suite.cli", "dashboard", str(root.resolve()),
+                             "--headless", "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, **where)
     url = f"http://localhost:{port}"
     for _ in range(600):
         try:
@@ -91,34 +102,38 @@ def start(root: Path) -> tuple[subprocess.Popen, str, float]:
     raise RuntimeError("dashboard did not start")
 
 
-STATE = """() => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
-    return [app ? app.getAttribute('data-test-script-state') : null, charts.length,
-            charts.filter(c => c.querySelector('.main-svg')).length,
-            document.querySelectorAll('[data-testid="stDataFrame"], .rollout').length];
+USABLE = """async ([settle, limit]) => {
+    // Polled inside the page (a query every 50 ms): polling over the DevTools protocol costs ~8 ms of browser
+    // and driver CPU per poll, which the CPU columns would count as the page's.
+    const state = () => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+        const tables = document.querySelectorAll('[data-testid="stDataFrame"], .rollout').length;
+        const drawn = charts.filter(c => c.querySelector('.main-svg')).length;
+        const done = app && app.getAttribute('data-test-script-state') === 'notRunning'
+            && charts.length === drawn && charts.length + tables > 0;
+        return done ? `${charts.length}/${drawn}/${tables}` : null;
+    };
+    const start = performance.now();
+    let last = null, since = start;
+    while (performance.now() - start < limit) {
+        const key = state(), now = performance.now();
+        if (key === null || key !== last) { since = now; last = key; }
+        else if (now - since >= settle) return now - since;  // ms since the page became usable
+        await new Promise(r => setTimeout(r, 50));
+    }
+    return null;
 }"""
 
 
 def usable(page, t0: float, settle: float = 0.4) -> float:
     """Seconds from t0 until the page is usable: the script has finished, at least one chart, table or
-    coloured response is on the page and every chart has drawn, unchanged for `settle` seconds (elements arrive progressively; the
-    settle time is not counted)."""
-    last, since = None, None
-    deadline = time.perf_counter() + 60
-    while time.perf_counter() < deadline:
-        state, charts, drawn, tables = page.evaluate(STATE)
-        now = time.perf_counter()
-        done = state == "notRunning" and charts == drawn and charts + tables > 0
-        key = (charts, drawn, tables)
-        if done and key == last:
-            if now - since >= settle:
-                return since - t0
-        else:
-            since = now
-        last = key if done else None
-        page.wait_for_timeout(50)
-    raise TimeoutError("page did not become usable within 60 s")
+    coloured response is on the page and every chart has drawn, unchanged for `settle` seconds (elements
+    arrive progressively; the settle time is not counted)."""
+    ago = page.evaluate(USABLE, [settle * 1000, 60_000])
+    if ago is None:
+        raise TimeoutError("page did not become usable within 60 s")
+    return time.perf_counter() - ago / 1000 - t0
 
 
 def goto_page(page, title: str) -> float:
@@ -138,10 +153,17 @@ def pick(page, label: str, option: str) -> float:
     return usable(page, t0)
 
 
+def _is_driver(p: psutil.Process) -> bool:
+    try:
+        return p.name().startswith("node")
+    except psutil.Error:
+        return False
+
+
 class Meter:
     """Wall time and CPU seconds of the server process and of the browser (every process this script started
-    except the server): CPU time is what an idle machine would need; wall time here includes waiting for the
-    CPU when other work shares it."""
+    except the server and Playwright's node driver, which only relays the measuring): CPU time is what an idle
+    machine would need; wall time here includes waiting for the CPU when other work shares it."""
 
     def __init__(self, server_pid: int):
         self.server = psutil.Process(server_pid)
@@ -154,7 +176,8 @@ class Meter:
                 return t.user + t.system + t.children_user + t.children_system
             except psutil.Error:
                 return 0.0
-        others = [p for p in psutil.Process().children(recursive=True) if p.pid != self.server.pid]
+        others = [p for p in psutil.Process().children(recursive=True)
+                  if p.pid != self.server.pid and not _is_driver(p)]
         return used(self.server), sum(used(p) for p in others)
 
     def measure(self, name: str, action) -> None:
@@ -164,10 +187,11 @@ class Meter:
         self.rows[name] = (wall, s1 - s0, b1 - b0)
 
 
-def tour(root: Path, pause: float = PAUSE_S) -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
+def tour(root: Path, pause: float = PAUSE_S, src: Path | None = None
+         ) -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
-    proc, url, startup = start(root)
+    proc, url, startup = start(root, src)
     meter, mem = Meter(proc.pid), {"server start (s)": startup}
     titles = [p.title for p in PAGES]
     try:
@@ -242,8 +266,12 @@ def main() -> None:
     ap.add_argument("--runs-dir", type=Path, default=None, help="reuse/keep generated runs here")
     ap.add_argument("--repeats", type=int, default=2, help="tours per size, alternating sizes; best wall kept")
     ap.add_argument("--pause", type=float, default=PAUSE_S, help="seconds on the first page before the first click")
+    ap.add_argument("--against", type=Path, default=None,
+                    help="a directory holding another version's dhpo_suite package: measured side by side")
     args = ap.parse_args()
     base = args.runs_dir or Path(tempfile.mkdtemp(prefix="dash-bench-"))
+    if args.against:
+        return against(args.against.resolve(), make_runs(base / f"steps-{args.steps}", args.steps), args)
     roots = {size: make_runs(base / f"steps-{size}", size) for size in (args.steps // 10, args.steps)}
     results: dict[int, list] = {size: [] for size in roots}
     for _ in range(args.repeats):  # alternate sizes so both see the same background load
@@ -259,6 +287,29 @@ def main() -> None:
         print(f"| {key} | {w0:.2f} ({s0:.2f} + {b0:.2f}) | {wall:.2f} ({s:.2f} + {b:.2f}) | {wall / w0:.2f} |")
     for key, value in big_mem.items():
         print(f"| {key} | {small_mem[key]:.1f} | {value:.1f} | {value / small_mem[key]:.2f} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
+
+
+def against(src: Path, root: Path, args) -> None:
+    """Tours of `src`'s dashboard and of this checkout's over the same runs, alternating; CPU side by side."""
+    if not (src / "dhpo_suite" / "dashboard" / "app.py").exists():
+        raise SystemExit(f"--against {src}: no dhpo_suite/dashboard/app.py there")
+    results: dict[str, list] = {"old": [], "new": []}
+    for _ in range(args.repeats):
+        for name, where in (("old", src), ("new", None)):
+            results[name].append(tour(root, args.pause, where))
+    (old, old_mem), (new, new_mem) = best(results["old"]), best(results["new"])
+    print(f"\n{args.steps} steps; old: {src}, new: this checkout. Seconds: wall (server CPU + browser CPU)\n")
+    print("| action | old | new | server CPU new/old | browser CPU new/old |\n|---|---|---|---|---|")
+    for key, (wall, s, b) in new.items():
+        if key not in old:
+            print(f"| {key} | — | {wall:.2f} ({s:.2f} + {b:.2f}) | — | — |")
+            continue
+        w0, s0, b0 = old[key]
+        print(f"| {key} | {w0:.2f} ({s0:.2f} + {b0:.2f}) | {wall:.2f} ({s:.2f} + {b:.2f}) | "
+              f"{s / max(s0, 1e-9):.2f} | {b / max(b0, 1e-9):.2f} |")
+    for key, value in new_mem.items():
+        print(f"| {key} | {old_mem.get(key, float('nan')):.1f} | {value:.1f} | | |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
 
 

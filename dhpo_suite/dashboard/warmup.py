@@ -1,4 +1,5 @@
-"""Load Plotly.js in the browser while the first page is being read, so the first chart page opens warm.
+"""Load Plotly.js (and the widgets of the chart pages) in the browser while the first page is being read, so
+the first chart page opens warm.
 
 Streamlit imports its Plotly component (Plotly.js: ~1.5 s of browser CPU here) lazily, with the first chart of a
 browser session, which made the first visit of a chart page take 2-3 s. A zero-height component asks the
@@ -7,7 +8,11 @@ chart page's own import resolves at once; one throw-away chart drawn off screen 
 code. It is rendered on every run, not once per session: a click that reruns the app before the first iframe
 has executed would otherwise lose the preload (seen in the browser test). The iframe stays mounted while its
 HTML is unchanged, and the parent page imports the chunk once. Best effort: with another Streamlit build (no
-such chunk, no such script tag) nothing happens."""
+such chunk, no such script tag) nothing happens.
+
+Then, when the browser is idle again, the same is done for the lazily loaded modules of the widgets the chart
+pages add (WIDGET_CHUNKS: sliders and the legend's HTML on Dynamics; number box, select box, segmented control
+and radio on Entropy collapse), which a page's first visit otherwise fetches, compiles and evaluates."""
 
 from __future__ import annotations
 
@@ -18,15 +23,29 @@ from pathlib import Path
 import streamlit as st
 import streamlit.components.v1 as components
 
-__all__ = ["plotly_chunk", "preload_plotly", "preload_script"]
+__all__ = ["plotly_chunk", "widget_chunks", "preload_plotly", "preload_script", "WIDGET_CHUNKS"]
+
+WIDGET_CHUNKS = ("Slider", "rehype-raw", "NumberInput", "Selectbox", "ButtonGroup", "Radio")
+"""Streamlit's element modules (file name before the build hash) that the Runs page does not load and the
+chart pages use: found in the browser's requests on each page's first visit (benchmarks/dashboard.py)."""
+
+
+def _js_folder() -> Path:
+    return Path(st.__file__).parent / "static" / "static" / "js"
 
 
 @lru_cache(maxsize=1)
 def plotly_chunk() -> str | None:
     """File name of Streamlit's Plotly component chunk (hashed per build), None if this build has none."""
-    folder = Path(st.__file__).parent / "static" / "static" / "js"
-    found = sorted(p.name for p in folder.glob("PlotlyChart.*.js"))
+    found = sorted(p.name for p in _js_folder().glob("PlotlyChart.*.js"))
     return found[0] if found else None
+
+
+@lru_cache(maxsize=1)
+def widget_chunks() -> tuple[str, ...]:
+    """File names of the WIDGET_CHUNKS modules in this Streamlit build (those it has)."""
+    found = [sorted(p.name for p in _js_folder().glob(f"{name}.*.js")) for name in WIDGET_CHUNKS]
+    return tuple(names[0] for names in found if names)
 
 
 WARM_DRAW = (
@@ -47,16 +66,20 @@ Plotly's drawing code compiled (benchmarks/dashboard.py: Dynamics' first visit 1
 the one-call figures of figures/curves.py). Sets window.__dhpoPlotlyWarm."""
 
 
-def preload_script(chunk: str) -> str:
-    """HTML for the component iframe: evaluated in the parent page (same origin), so the import lands in the
-    module map of Streamlit's own page. The URL is built from the page's index script, which also works when
-    the app is served under a path prefix."""
+def preload_script(chunk: str, widgets: tuple[str, ...] = ()) -> str:
+    """HTML for the component iframe: evaluated in the parent page (same origin), so the imports land in the
+    module map of Streamlit's own page. The URLs are built from the page's index script, which also works when
+    the app is served under a path prefix. Plotly first (and its warm-up chart), then, at the next idle time,
+    the `widgets` modules; window.__dhpoWidgetsLoaded counts those imported."""
     code = (
         "if (!window.__dhpoPlotlyPreload) { window.__dhpoPlotlyPreload = true;"
         "const s = document.querySelector('script[type=\"module\"][src*=\"/static/js/index.\"]');"
-        f"if (s) {{ const url = s.src.replace(/[^/]*$/, {json.dumps(chunk)});"
-        " (window.requestIdleCallback || ((f) => setTimeout(f, 300)))(() => import(url).then(" + WARM_DRAW + ")"
-        ".catch(() => {}), {timeout: 2000}); } }"
+        "const idle = window.requestIdleCallback || ((f) => setTimeout(f, 300));"
+        "if (s) { const base = s.src.replace(/[^/]*$/, '');"
+        f" const widgets = () => Promise.all({json.dumps(list(widgets))}.map((c) => import(base + c)"
+        ".then(() => 1, () => 0))).then((ok) => { window.__dhpoWidgetsLoaded = ok.reduce((a, b) => a + b, 0); });"
+        f" idle(() => import(base + {json.dumps(chunk)}).then(" + WARM_DRAW + ")"
+        ".catch(() => {}).then(() => idle(widgets, {timeout: 2000})), {timeout: 2000}); } }"
     )
     return f"<script>try {{ window.parent.eval({json.dumps(code)}); }} catch (e) {{}}</script>"
 
@@ -66,4 +89,4 @@ def preload_plotly() -> None:
     chunk = plotly_chunk()
     if chunk is not None:
         with st.sidebar:
-            components.html(preload_script(chunk), height=0)
+            components.html(preload_script(chunk, widget_chunks()), height=0)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dhpo_suite.dashboard.registry import PAGES
-from dhpo_suite.dashboard.warmup import plotly_chunk, preload_script
+from dhpo_suite.dashboard.warmup import WIDGET_CHUNKS, plotly_chunk, preload_script, widget_chunks
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
 from tests.dashboard.fixture_runs import sample_advantage, write_run
 
@@ -285,6 +285,9 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
                     assert page.evaluate("() => window.__dhpoPlotlyWarm") is True
                     assert page.locator(".js-plotly-plot").count() == 0
                     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+                    # ... then imports the modules of the chart pages' widgets, every one of them.
+                    page.wait_for_function("() => window.__dhpoWidgetsLoaded !== undefined", timeout=30_000)
+                    assert page.evaluate("() => window.__dhpoWidgetsLoaded") == len(WIDGET_CHUNKS)
                 elif spec.file == "rollouts.py":  # coloured responses, no chart
                     page.wait_for_selector(IDLE, timeout=60_000)
                     page.wait_for_selector(".rollout .tok", timeout=60_000)
@@ -325,3 +328,6 @@ def test_this_streamlit_build_has_the_plotly_chunk_the_preload_imports():
     assert chunk is not None and chunk.startswith("PlotlyChart.")
     assert (Path(streamlit.__file__).parent / "static" / "static" / "js" / chunk).is_file()
     assert chunk in preload_script(chunk)
+    widgets = widget_chunks()  # one module per name: a renamed widget module would silently not be preloaded
+    assert [w.split(".")[0] for w in widgets] == list(WIDGET_CHUNKS)
+    assert all(w in preload_script(chunk, widgets) for w in widgets)

@@ -48,14 +48,43 @@ def test_prepare_restricts_the_step_range_and_smooths_per_run():
     assert f.loc[f.run == "a", "entropy/mean"].iloc[0] == pytest.approx(0.9)
 
 
-def test_prepare_thins_long_runs_after_smoothing_keeping_both_ends():
-    steps = np.arange(1000)
-    f = pd.DataFrame({"run": "a", "step": steps, "x": (steps % 2).astype(float)})
-    thin = fcur.prepare(f, ["x"], alpha=0.9, max_points=100)
-    assert len(thin) == 100 and thin["step"].iloc[0] == 0 and thin["step"].iloc[-1] == 999
-    full = fcur.prepare(f, ["x"], alpha=0.9, max_points=None)
-    assert thin.set_index("step")["x"].to_dict() == pytest.approx(full.set_index("step")["x"].loc[thin["step"]].to_dict())
-    assert len(fcur.prepare(f, ["x"], step_range=(100, 199))) == 100  # a narrow range shows every step
+def spiky_run(n=1000, seed=0):
+    """A long noisy run with a one-step spike (step 537) and a one-step dip (step 222) in every column."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    y = 1.0 + 0.01 * rng.standard_normal(n)
+    y[537], y[222] = 5.0, -3.0
+    cols = ["entropy/mean", "length/mean", "kl/k3", "clip/token/binding", "groups/all_correct_frac"]
+    return pd.DataFrame({"run": "a", "step": steps, **{c: y for c in cols}})
+
+
+def test_minmax_thinning_keeps_both_ends_every_spike_and_nan_gaps():
+    y = spiky_run()["kl/k3"].to_numpy().copy()
+    y[700:760] = np.nan  # a gap (steps not logged) stays a gap
+    keep = fcur.minmax_positions(y, 100)
+    assert len(keep) <= 100 and keep[0] == 0 and keep[-1] == 999 and {222, 537} <= set(keep)
+    assert np.isnan(y[keep]).any() and np.all(np.diff(keep) > 0)
+    # no point is lost from sight: each dropped value lies between kept values of its own bucket (49 of 21)
+    width = -(-1000 // 49)
+    for i in sorted(set(range(1000)) - set(keep) - set(range(700, 760))):
+        near = y[keep[(keep >= i // width * width) & (keep < (i // width + 1) * width)]]
+        assert np.nanmin(near) <= y[i] <= np.nanmax(near)
+    assert list(fcur.minmax_positions(y[:50], 100)) == list(range(50))  # short series: every point
+
+
+def test_long_curves_are_drawn_thinned_with_their_spikes_at_their_steps():
+    f = fcur.prepare(spiky_run(), ["entropy/mean"], alpha=0.0)
+    assert len(f) == 1000  # prepare keeps every step; the figures thin each curve for drawing
+    line = traces(fcur.line_overlay(f, "entropy/mean", "e"), "a")[0]
+    x, y = np.asarray(line.x), np.asarray(line.y)
+    assert len(x) <= fcur.MAX_POINTS and x[0] == 0 and x[-1] == 999
+    assert y[list(x).index(537)] == 5.0 and y[list(x).index(222)] == -3.0
+    assert np.array_equal(y, f["entropy/mean"].to_numpy()[x])  # each point is the step's own value
+    f = spiky_run()
+    why = fc.why_figure(f, {})
+    for t in why.data:
+        assert len(t.x) <= fc.WHY_POINTS and {222, 537} <= set(t.x), t.meta
+    assert {t.meta for t in why.data if t.mode == "lines+markers"} == {"entropy/mean", "length/mean"}
 
 
 def test_line_overlay_has_one_line_per_run_with_band_and_extras():

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dhpo_suite.dashboard.collapse import Collapse
-from dhpo_suite.dashboard.figures.curves import axis_title, empty_figure, run_colors
+from dhpo_suite.dashboard.figures.curves import axis_title, empty_figure, run_colors, thin
 
 WHY_ROWS = (
     ("token entropy (nats)", ("entropy/mean",)),
@@ -22,6 +22,9 @@ WHY_ROWS = (
 """The rows of the "why" figure: (y title, metrics); several metrics in a row differ by dash."""
 _CLICKABLE = ("entropy/mean", "length/mean")
 """Rows whose points can be clicked (markers drawn)."""
+WHY_POINTS = 300
+"""Most points per curve of the five-row chart (min/max thinning keeps every spike; the clickable rows draw a
+marker per point, the browser's main cost here). A step between two markers is typed in the step box."""
 _DASH = {"clip/token/binding": "solid", "clip/sequence/binding": "dot", "clip/mixed/binding": "dash",
          "groups/all_correct_frac": "solid", "groups/all_wrong_frac": "dash"}
 _SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence clip",
@@ -48,8 +51,9 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
                 if g[m].isna().all():  # e.g. no mixed branch in a baseline run
                     continue
                 label = _SHORT.get(m, m)
+                tx, ty = thin(x, g[m].to_numpy(dtype=float), n=WHY_POINTS)
                 traces.append(go.Scatter(
-                    x=x, y=g[m].to_numpy(), name=run, legendgroup=run,
+                    x=tx, y=ty, name=run, legendgroup=run,
                     # Streamlit selects markers only; on every row they would cost ~8000 SVG nodes to draw
                     mode="lines+markers" if m in _CLICKABLE else "lines", marker=dict(size=3),
                     showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=_DASH.get(m, "solid")),
@@ -134,17 +138,22 @@ def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:
     g = frame[frame["run"] == run]
     if "entropy/p50" not in g.columns or g["entropy/p50"].isna().all():
         return empty_figure(f"Entropy percentiles · {run}", "no data: entropy was not recorded")
+
+    def xy(col: str) -> dict:  # thinned for drawing, each curve on its own extremes
+        x, y = thin(g["step"].to_numpy(), g[col].to_numpy(dtype=float))
+        return {"x": x, "y": y}
+
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p90"], mode="lines", line_width=0, name="p90",
+    fig.add_trace(go.Scatter(**xy("entropy/p90"), mode="lines", line_width=0, name="p90",
                              showlegend=False), secondary_y=False)
-    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p10"], mode="lines", line_width=0, fill="tonexty",
+    fig.add_trace(go.Scatter(**xy("entropy/p10"), mode="lines", line_width=0, fill="tonexty",
                              fillcolor="rgba(99,110,250,0.2)", name="p10–p90"), secondary_y=False)
-    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p50"], mode="lines", name="p50 (median)",
+    fig.add_trace(go.Scatter(**xy("entropy/p50"), mode="lines", name="p50 (median)",
                              line_color="#636efa"), secondary_y=False)
-    fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/p99"], mode="lines", name="p99 (high-entropy minority)",
+    fig.add_trace(go.Scatter(**xy("entropy/p99"), mode="lines", name="p99 (high-entropy minority)",
                              line=dict(color="#ef553b")), secondary_y=False)
     if "entropy/frac_below_0.01" in g.columns:
-        fig.add_trace(go.Scatter(x=g["step"], y=g["entropy/frac_below_0.01"], mode="lines",
+        fig.add_trace(go.Scatter(**xy("entropy/frac_below_0.01"), mode="lines",
                                  name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot")),
                       secondary_y=True)
     fig.update_yaxes(type="log", title_text="entropy (nats)", secondary_y=False)

@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-__all__ = ["run_colors", "ema", "prepare", "line_overlay", "clip_fractions", "empty_figure", "axis_title",
-           "is_fraction", "style_axes", "legend_html", "CLIP_DEFINITIONS"]
+__all__ = ["run_colors", "ema", "prepare", "minmax_positions", "thin", "line_overlay", "clip_fractions",
+           "empty_figure", "axis_title", "is_fraction", "style_axes", "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
 
 PALETTE = qualitative.Plotly + qualitative.D3
 _UNITS = {"entropy/": "nats", "length/": "tokens", "kl/": "nats", "w/": "weight in [0, 1]", "ratio/": "ratio",
@@ -72,14 +72,9 @@ def ema(values: pd.Series, alpha: float) -> pd.Series:
 
 
 def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
-            step_range: tuple[int, int] | None = None, max_points: int | None = 500) -> pd.DataFrame:
-    """Keep `run`, `step` and the present `columns`, restricted to `step_range`, smoothed per run, then thinned
-    to at most `max_points` evenly spaced steps per run (first and last kept; None: all).
-
-    Thinning happens after smoothing, so the curve is that of every step; like TensorBoard's sampling it
-    can skip a single-step spike of a raw (unsmoothed) curve: narrow the step range to see every step.
-    The browser draws each point, so this bounds the cost of long runs.
-    """
+            step_range: tuple[int, int] | None = None) -> pd.DataFrame:
+    """Keep `run`, `step` and the present `columns`, restricted to `step_range`, smoothed per run (every
+    step: the figures thin each curve for drawing afterwards, see `thin`)."""
     cols = [c for c in columns if c in frame.columns]
     out = frame.loc[:, ["run", "step", *cols]]
     if step_range is not None:
@@ -87,14 +82,46 @@ def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
     out = out.sort_values(["run", "step"], kind="stable")
     if alpha > 0 and cols:
         out[cols] = out.groupby("run", sort=False)[cols].transform(lambda s: ema(s, alpha))
-    if max_points is not None:
-        out = out.loc[[i for _, g in out.groupby("run", sort=False) for i in g.index[_keep(len(g), max_points)]]]
     return out.reset_index(drop=True)
 
 
-def _keep(m: int, n: int) -> np.ndarray:
-    """Positions of at most n evenly spaced rows out of m (first and last included)."""
-    return np.arange(m) if m <= n else np.unique(np.linspace(0, m - 1, n).round().astype(int))
+MAX_POINTS = 400
+"""Most points drawn per curve (the browser draws each one; a 1000-step run's curve keeps its spikes)."""
+
+
+def minmax_positions(y: np.ndarray, n: int = MAX_POINTS) -> np.ndarray:
+    """Positions of at most n points of a series for drawing: the first and the last, and in each of
+    (n − 2) / 2 equal buckets of consecutive points the smallest and the largest value (min/max decimation, as
+    plotly-resampler's MinMaxAggregator): every spike and dip of the full series stays visible, at its step.
+    NaNs count as neither (a bucket of NaNs keeps one, so a gap stays a gap). All positions when len(y) ≤ n."""
+    y = np.asarray(y, dtype=float)
+    m = len(y)
+    if m <= n:
+        return np.arange(m)
+    buckets = max(1, (n - 2) // 2)
+    size = -(-m // buckets)  # ceil: the last bucket is padded with NaN
+    padded = np.full(buckets * size, np.nan)
+    padded[:m] = y
+    grid = padded.reshape(buckets, size)
+    valid = ~np.isnan(grid)
+    lows = np.where(valid, grid, np.inf).argmin(axis=1)
+    highs = np.where(valid, grid, -np.inf).argmax(axis=1)
+    offsets = np.arange(buckets) * size
+    keep = np.concatenate(([0, m - 1], offsets + lows, offsets + highs))
+    return np.unique(keep[keep < m])
+
+
+def thin(x: np.ndarray, *ys: np.ndarray, n: int = MAX_POINTS) -> tuple[np.ndarray, ...]:
+    """(x, y) of one curve thinned for drawing (`minmax_positions` of the first y; further ys, e.g. a hover's
+    extra column, follow the same positions)."""
+    keep = minmax_positions(ys[0], n)
+    return (np.asarray(x)[keep], *(np.asarray(y)[keep] for y in ys))
+
+
+def _xy(x, y, n: int = MAX_POINTS) -> dict[str, np.ndarray]:
+    """x= and y= of a Scatter trace, thinned (see `thin`)."""
+    tx, ty = thin(np.asarray(x), np.asarray(y, dtype=float), n=n)
+    return {"x": tx, "y": ty}
 
 
 def empty_figure(title: str, message: str) -> go.Figure:
@@ -118,16 +145,17 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
     for run, g in frame.groupby("run", sort=False):
         c, x = colors[run], g["step"].to_numpy()
         if band and all(b in g.columns for b in band) and g[list(band)].notna().any().all():
-            traces.append(go.Scatter(x=x, y=g[band[1]].to_numpy(), mode="lines", line_width=0, showlegend=False,
+            # each edge thinned on its own values: the band's extremes survive on both sides
+            traces.append(go.Scatter(**_xy(x, g[band[1]]), mode="lines", line_width=0, showlegend=False,
                                      legendgroup=run, hoverinfo="skip", name=f"{run} {band[1]}"))
-            traces.append(go.Scatter(x=x, y=g[band[0]].to_numpy(), mode="lines", line_width=0, fill="tonexty",
+            traces.append(go.Scatter(**_xy(x, g[band[0]]), mode="lines", line_width=0, fill="tonexty",
                                      fillcolor=_alpha(c, 0.18), legendgroup=run, showlegend=False,
                                      name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
-        traces.append(go.Scatter(x=x, y=g[y].to_numpy(), mode="lines", name=run, legendgroup=run, line_color=c,
+        traces.append(go.Scatter(**_xy(x, g[y]), mode="lines", name=run, legendgroup=run, line_color=c,
                                  meta=y, hovertemplate=f"{run} · {y} = %{{y:.4~g}}<extra></extra>"))
         for col, label in extra:
             if col in g.columns and g[col].notna().any():
-                traces.append(go.Scatter(x=x, y=g[col].to_numpy(), mode="lines", name=f"{run} {label}",
+                traces.append(go.Scatter(**_xy(x, g[col]), mode="lines", name=f"{run} {label}",
                                          legendgroup=run, showlegend=False, line=dict(color=c, dash="dot"), meta=col,
                                          hovertemplate=f"{run} · {col} = %{{y:.4~g}}<extra></extra>"))
     fig = go.Figure(data=traces, layout=dict(
@@ -176,7 +204,7 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
                     label = {"outside": "m outside token ε (reference)", "binding": "surrogate clipped"}[kind] \
                         if branch_clip else kind
                     traces.append(go.Scatter(
-                        x=g["step"].to_numpy(), y=g[col].to_numpy(), mode="lines", name=f"{run} · {label}",
+                        **_xy(g["step"], g[col]), mode="lines", name=f"{run} · {label}",
                         legendgroup=f"{run}{kind}", showlegend=(r == 1 and c == 1) or (branch_clip and c == 1),
                         line=dict(color=colors[run], dash=dash), meta=col,
                         hovertemplate=f"{run} · {branch} {label} ({side}) = %{{y:.3~%}}<extra></extra>"))
