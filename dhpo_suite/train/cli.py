@@ -79,7 +79,9 @@ def register(app: typer.Typer) -> None:
         from dhpo_suite.train.embedded.config import ConfigError
 
         values = {k: v for k, v in locals().items() if k in _DOC}
-        values["hparams"] = _parse_hp(algo, hparams or [])
+        if resume and out and "algo" not in _given(ctx):  # the run's objective: its settings are checked against it
+            values["algo"] = _stored_algo(out) or algo
+        values["hparams"] = _parse_hp(values["algo"], hparams or [])
         try:
             cfg = TrainConfig(**values).validate()
         except ConfigError as e:
@@ -99,6 +101,18 @@ def _given(ctx: typer.Context) -> frozenset[str]:
     match the stored run."""
     given = ("COMMANDLINE", "ENVIRONMENT")  # ParameterSource names (typer vendors click)
     return frozenset(k for k in _DOC if getattr(ctx.get_parameter_source(k), "name", None) in given)
+
+
+def _stored_algo(out: str) -> str | None:
+    """The objective of the run in `out` (None when there is no readable run: resuming reports that)."""
+    from pathlib import Path
+
+    from dhpo_suite.runs import RunFormatError, read_manifest
+
+    try:
+        return read_manifest(Path(out).expanduser()).algorithm
+    except (RunFormatError, OSError):
+        return None
 
 
 def _parse_hp(algo: str, pairs: list[str]) -> dict:

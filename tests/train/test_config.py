@@ -158,3 +158,17 @@ def test_verl_backend_takes_the_same_settings():
     assert "actor_rollout_ref.actor.clip_ratio_low=0.15" in command
     assert "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1" in command
     assert "+actor_rollout_ref.actor.policy_loss.hparams.clip=unified" in command
+
+
+def test_resume_checks_hp_against_the_stored_runs_objective(tmp_path):
+    """`--resume --hp ...` without --algo: the settings belong to the stored run's objective (grpo here), and a
+    changed one is refused before any model is loaded."""
+    from dhpo_suite.runs import Manifest, RunWriter
+
+    cfg = TrainConfig(algo="grpo", hparams={"dual_clip": 3.0}, out=str(tmp_path / "run"))
+    manifest = Manifest(algorithm="grpo", hparams=cfg.resolved_hparams(), backend="embedded", config=cfg.to_dict())
+    with RunWriter(tmp_path / "run", manifest):
+        pass
+    out = _cli("--resume", "--out", str(tmp_path / "run"), "--hp", "dual_clip=2", "--no-progress")
+    assert out.returncode == 2
+    assert "--hp: the run being resumed used {'dual_clip': 3.0}; cannot change it" in out.stderr, out.stderr
