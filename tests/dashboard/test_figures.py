@@ -81,10 +81,14 @@ def test_long_curves_are_drawn_thinned_with_their_spikes_at_their_steps():
     assert y[list(x).index(537)] == 5.0 and y[list(x).index(222)] == -3.0
     assert np.array_equal(y, f["entropy/mean"].to_numpy()[x])  # each point is the step's own value
     f = spiky_run()
-    why = fc.why_figure(f, {})
-    for t in why.data:
-        assert len(t.x) <= fc.WHY_POINTS and {222, 537} <= set(t.x), t.meta
+    f.loc[f["step"] >= 601, ["entropy/mean", "length/mean"]] = 0.1  # collapses at 601: a step between markers
+    v = detect_collapse(f.set_index("step")["entropy/mean"], f.set_index("step")["length/mean"])
+    assert v.step == 601
+    why = fc.why_figure(f, {"a": v})
+    for t in why.data:  # at most WHY_POINTS + the detected step, spikes and the detected step kept (clickable)
+        assert len(t.x) <= fc.WHY_POINTS + 1 and {222, 537, 601} <= set(t.x), t.meta
     assert {t.meta for t in why.data if t.mode == "lines+markers"} == {"entropy/mean", "length/mean"}
+    assert {s["x0"] for s in why.layout.shapes} == {601}  # marked on every row
 
 
 def test_line_overlay_has_one_line_per_run_with_band_and_extras():

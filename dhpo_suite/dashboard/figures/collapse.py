@@ -22,9 +22,10 @@ WHY_ROWS = (
 """The rows of the "why" figure: (y title, metrics); several metrics in a row differ by dash."""
 _CLICKABLE = ("entropy/mean", "length/mean")
 """Rows whose points can be clicked (markers drawn)."""
-WHY_POINTS = 300
-"""Most points per curve of the five-row chart (min/max thinning keeps every spike; the clickable rows draw a
-marker per point, the browser's main cost here). A step between two markers is typed in the step box."""
+WHY_POINTS = 200
+"""Most points per curve of the five-row chart (min/max thinning keeps every spike, and the detected steps are
+kept as well; the clickable rows draw a marker per point, the chart's main cost in the browser: ~0.17 s of CPU
+at 500 points, ~0.10 s at 200). A step between two markers is typed in the step box."""
 _DASH = {"clip/token/binding": "solid", "clip/sequence/binding": "dot", "clip/mixed/binding": "dash",
          "groups/all_correct_frac": "solid", "groups/all_wrong_frac": "dash"}
 _SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence clip",
@@ -46,12 +47,14 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
     traces, at = [], []
     for run, g in frame.groupby("run", sort=False):
         x = g["step"].to_numpy()
+        v = verdicts.get(run)
+        marked = [s for s in (v.step, v.entropy.step, v.length.step) if s is not None] if v is not None else []
         for r, (title, metrics) in enumerate(rows, start=1):
             for m in metrics:
                 if g[m].isna().all():  # e.g. no mixed branch in a baseline run
                     continue
                 label = _SHORT.get(m, m)
-                tx, ty = thin(x, g[m].to_numpy(dtype=float), n=WHY_POINTS)
+                tx, ty = thin(x, g[m].to_numpy(dtype=float), n=WHY_POINTS, at=marked)
                 traces.append(go.Scatter(
                     x=tx, y=ty, name=run, legendgroup=run,
                     # Streamlit selects markers only; on every row they would cost ~8000 SVG nodes to draw

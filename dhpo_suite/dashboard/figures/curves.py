@@ -111,11 +111,14 @@ def minmax_positions(y: np.ndarray, n: int = MAX_POINTS) -> np.ndarray:
     return np.unique(keep[keep < m])
 
 
-def thin(x: np.ndarray, *ys: np.ndarray, n: int = MAX_POINTS) -> tuple[np.ndarray, ...]:
+def thin(x: np.ndarray, *ys: np.ndarray, n: int = MAX_POINTS, at: Sequence = ()) -> tuple[np.ndarray, ...]:
     """(x, y) of one curve thinned for drawing (`minmax_positions` of the first y; further ys, e.g. a hover's
-    extra column, follow the same positions)."""
+    extra column, follow the same positions); the points whose x is in `at` (e.g. a marked step) are kept too."""
+    x = np.asarray(x)
     keep = minmax_positions(ys[0], n)
-    return (np.asarray(x)[keep], *(np.asarray(y)[keep] for y in ys))
+    if len(at) and len(keep) < len(x):
+        keep = np.union1d(keep, np.flatnonzero(np.isin(x, list(at))))
+    return (x[keep], *(np.asarray(y)[keep] for y in ys))
 
 
 def _xy(x, y, n: int = MAX_POINTS) -> dict[str, np.ndarray]:
