@@ -10,11 +10,11 @@ arguments, which are forwarded as Hydra overrides to `dhpo_suite.train.verl_back
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, NoReturn, Optional
 
 import typer
 
-from dhpo_suite.train.embedded.config import NAMED_HPARAMS, TrainConfig
+from dhpo_suite.train.embedded.config import NAMED_HPARAMS, ConfigError, TrainConfig
 
 __all__ = ["register"]
 
@@ -23,7 +23,7 @@ _VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps", "hparams", *NAME
 _FLAGS = {"hparams": "--hp"}  # fields whose option is not --<field-name>
 
 
-def _opt(field: str, *names: str):
+def _opt(field: str, *names: str) -> Any:
     return typer.Option(getattr(TrainConfig(), field), *names, help=_DOC[field], show_default=True)
 
 
@@ -76,8 +76,6 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="verl backend: print the command and config only."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (logs only)."),
     ) -> None:
-        from dhpo_suite.train.embedded.config import ConfigError
-
         values = {k: v for k, v in locals().items() if k in _DOC}
         if resume and out and "algo" not in _given(ctx):  # the run's objective: its settings are checked against it
             values["algo"] = _stored_algo(out) or algo
@@ -87,8 +85,8 @@ def register(app: typer.Typer) -> None:
         except ConfigError as e:
             _fail(_flag(e))
         if cfg.backend == "verl":
-            steps = cfg.steps if "steps" in _given(ctx) else None  # else the preset decides
-            raise typer.Exit(_run_verl(cfg, preset, dry_run, list(ctx.args), steps))
+            verl_steps = cfg.steps if "steps" in _given(ctx) else None  # else the preset decides
+            raise typer.Exit(_run_verl(cfg, preset, dry_run, list(ctx.args), verl_steps))
         if ctx.args:
             _fail(f"unknown option(s) for the embedded backend: {' '.join(ctx.args)} (see dhpo-suite train --help)")
         if dry_run:
@@ -115,7 +113,7 @@ def _stored_algo(out: str) -> str | None:
         return None
 
 
-def _parse_hp(algo: str, pairs: list[str]) -> dict:
+def _parse_hp(algo: str, pairs: list[str]) -> dict[str, Any]:
     """`--hp key=value ...` typed by the objective's signature (an unknown --algo is reported by validate)."""
     from dhpo_suite.train.objectives import OBJECTIVES
     from dhpo_suite.train.objectives.registry import parse_hparams
@@ -128,12 +126,12 @@ def _parse_hp(algo: str, pairs: list[str]) -> dict:
         _fail(f"--hp: {e}")
 
 
-def _flag(e) -> str:
+def _flag(e: ConfigError) -> str:
     """A ConfigError as the user typed it: `--group-size: must be ...`."""
     return f"{_FLAGS.get(e.field, '--' + e.field.replace('_', '-'))}: {e.reason}"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 

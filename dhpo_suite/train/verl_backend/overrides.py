@@ -106,7 +106,7 @@ def preset_overrides(p: Preset, paths: Paths) -> list[str]:
     return out
 
 
-def check_settings(actor) -> None:
+def check_settings(actor: Any) -> None:
     """The objective's settings as the loss will read them (verl's fields and policy_loss.hparams, hparams.py):
     a bad one stops the launch with one line naming its config key."""
     from dhpo_suite.train.verl_backend.hparams import objective_hparams
@@ -123,7 +123,7 @@ def hydra_overrides(preset: Preset, algo: AlgorithmSettings, paths: Paths) -> li
     return preset_overrides(preset, paths) + algorithm_overrides(algo, paths.run_dir, telemetry={})
 
 
-def compose(overrides: Iterable[str]):
+def compose(overrides: Iterable[str]) -> Any:
     """verl's `ppo_trainer` config (its own YAML tree) with `overrides`, via hydra.compose."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
@@ -134,7 +134,7 @@ def compose(overrides: Iterable[str]):
         return hydra_compose(config_name="ppo_trainer", overrides=list(overrides))
 
 
-def validate(cfg) -> dict[str, Any]:
+def validate(cfg: Any) -> dict[str, Any]:
     """Check `cfg` with verl's own validation and config classes (no launch); returns the dataclasses.
 
     verl's validate_config builds the actor dataclass (our DHPOPolicyLossConfig included) and checks

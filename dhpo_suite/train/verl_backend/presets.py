@@ -156,7 +156,7 @@ def algorithm_settings(name: str, **hparams: Any) -> AlgorithmSettings:
                              needs_entropy=objective.needs_entropy)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "ALGORITHMS":  # computed lazily: the objective library imports torch
         from dhpo_suite.train.objectives import OBJECTIVES
 
