@@ -22,6 +22,12 @@ measures another version side by side instead (DIR holds its package: `git archi
 DIR`): at --steps only, the tours alternate between DIR's dashboard and this checkout's over the same runs, and
 the table gives each action's server and browser CPU seconds for both, with the ratios new/old. On a shared
 machine the CPU seconds are the comparable figures; wall times include waiting for a core.
+
+The benchmark's two runs have one seed each, so their Sweep page bootstraps nothing; `--sweep-seeds K` (default
+3, 0 skips) also writes a sweep of 2 algorithms × K seeds × --steps steps (scalars only) and measures, in this
+process, the Sweep page's statistics: as each rerun of the page computed them before (compare's summary, paired
+differences and bands at every step of the four curves) and through dashboard/sweep_stats.py (first view, then
+a rerun: cached per sweep version, bands bootstrapped at the drawn steps only).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import psutil
 
 from dhpo_suite.dashboard.registry import PAGES
@@ -266,6 +273,7 @@ def main() -> None:
     ap.add_argument("--runs-dir", type=Path, default=None, help="reuse/keep generated runs here")
     ap.add_argument("--repeats", type=int, default=2, help="tours per size, alternating sizes; best wall kept")
     ap.add_argument("--pause", type=float, default=PAUSE_S, help="seconds on the first page before the first click")
+    ap.add_argument("--sweep-seeds", type=int, default=3, help="seeds per algorithm of the sweep-statistics measure")
     ap.add_argument("--against", type=Path, default=None,
                     help="a directory holding another version's dhpo_suite package: measured side by side")
     args = ap.parse_args()
@@ -287,7 +295,69 @@ def main() -> None:
         print(f"| {key} | {w0:.2f} ({s0:.2f} + {b0:.2f}) | {wall:.2f} ({s:.2f} + {b:.2f}) | {wall / w0:.2f} |")
     for key, value in big_mem.items():
         print(f"| {key} | {small_mem[key]:.1f} | {value:.1f} | {value / small_mem[key]:.2f} |")
+    if args.sweep_seeds:
+        sweep_statistics(make_sweep(base / f"sweep-{args.sweep_seeds}x{args.steps}", args.sweep_seeds, args.steps))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
+
+
+def make_sweep(root: Path, seeds: int, steps: int) -> Path:
+    """grpo and dhpo-e × `seeds` seeds of `steps` steps: the scalars the Sweep page reads (entropy, length,
+    reward per step, held-out reward every 10 steps), noisy per seed."""
+    from dhpo_suite.runs import Manifest, RunWriter, StepRecord
+
+    if (root / "done").exists():
+        return root
+    print(f"writing a sweep of 2 × {seeds} runs of {steps} steps under {root} ...", flush=True)
+    for algo in ("grpo", "dhpo-e"):
+        for seed in range(seeds):
+            rng = np.random.default_rng(seed)
+            w = RunWriter(root / f"{algo}-s{seed}", Manifest(algorithm=algo, seed=seed, backend="embedded"),
+                          fsync=False)
+            for step in range(1, steps + 1):
+                s = {"entropy/mean": 1.0 / (1 + step / 300) + 0.05 * rng.standard_normal(),
+                     "length/mean": 200 + 20 * rng.standard_normal(), "reward/mean": rng.random()}
+                if step == 1:
+                    s["eval/heldout_reward_initial"] = 0.1
+                if step % 10 == 0:
+                    s["eval/heldout_reward"] = 0.1 + step / (10 * steps) + 0.02 * rng.standard_normal()
+                w.write_step(StepRecord(step, s))
+            w.close()
+    (root / "done").touch()
+    return root
+
+
+def sweep_statistics(root: Path) -> None:
+    """CPU seconds of the Sweep page's statistics: as each rerun computed them before, and now (first view,
+    rerun)."""
+    from dhpo_suite.dashboard import data, sweep_stats
+    from dhpo_suite.science import compare as cmp
+
+    curves = ("eval/heldout_reward", "entropy/mean", "length/mean", "reward/mean")
+
+    def before() -> None:
+        metrics, scalars, _ = cmp.load_sweep(root)
+        cmp.summarize(metrics)
+        cmp.paired_differences(metrics, "grpo")
+        for metric in curves:
+            cmp.curve_bands(scalars, metric)
+
+    def now() -> None:
+        version = sweep_stats.sweep_version(data.runs_table(str(root)))
+        metrics, _, _ = sweep_stats.sweep(str(root), version)
+        sweep_stats.summary(str(root), version)
+        sweep_stats.differences(str(root), version, "grpo")
+        for metric in curves:
+            for label in sorted(metrics["label"].unique()):
+                sweep_stats.bands(str(root), version, metric, label)
+
+    def cpu(action) -> float:
+        t0 = time.process_time()
+        action()
+        return time.process_time() - t0
+
+    old, first, rerun = cpu(before), cpu(now), cpu(now)
+    print(f"\nSweep page statistics, {root.name} (CPU s, this process): before, every rerun {old:.2f}; "
+          f"now, first view {first:.2f} ({first / old:.2f}×), rerun {rerun:.3f} ({rerun / old:.3f}×)")
 
 
 def against(src: Path, root: Path, args) -> None:

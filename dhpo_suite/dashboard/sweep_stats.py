@@ -20,7 +20,7 @@ from dhpo_suite.science import compare as cmp
 
 __all__ = ["sweep_version", "sweep", "summary", "differences", "bands", "BAND_POINTS"]
 
-BAND_POINTS = 200
+BAND_POINTS = 150
 """Most steps per algorithm at which a band is bootstrapped and drawn."""
 _TTL = 3600
 
