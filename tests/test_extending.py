@@ -1,0 +1,70 @@
+"""docs/extending.md's worked examples that no other test runs: a dashboard page and an evaluation benchmark,
+each added by touching the files the doc names and nothing else. (A setting: tests/objectives/test_registry.py;
+a step metric: tests/telemetry/test_metrics.py.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+import dhpo_suite.dashboard
+from dhpo_suite.dashboard import registry
+from dhpo_suite.dashboard.controls import RUNS_DIR_ENV
+from dhpo_suite.eval import benchmarks
+from dhpo_suite.runs.synthetic import write_synthetic_run
+
+NEW_PAGE = '''"""Steps: how many steps each selected run has logged."""
+
+import streamlit as st
+
+from dhpo_suite.dashboard import controls, data
+
+ctx = controls.context()
+st.title("Steps")
+for run in ctx.selected:
+    st.write(f"{run}: {data.scalars(ctx.path(run), data.run_version(ctx.path(run)))[0]['step'].max()} steps logged")
+'''
+
+
+def test_a_new_dashboard_page_is_its_file_plus_one_registry_line(tmp_path, monkeypatch):
+    # The package's pages/ plus the new file, as the doc's two edits leave them (copied: the package is not edited).
+    pages = tmp_path / "pages"
+    shutil.copytree(registry.PAGE_DIR, pages, ignore=shutil.ignore_patterns("__pycache__"))
+    (pages / "steps.py").write_text(NEW_PAGE)
+    app = tmp_path / "app.py"
+    shutil.copy(Path(dhpo_suite.dashboard.__file__).with_name("app.py"), app)
+    monkeypatch.setattr(registry, "PAGE_DIR", pages)
+    monkeypatch.setattr(registry, "PAGES", (*registry.PAGES,
+                                            registry.PageSpec("steps.py", "Steps", ":material/123:", "steps per run")))
+    runs = tmp_path / "runs"
+    write_synthetic_run(runs / "grpo", algo="grpo", steps=5)
+    monkeypatch.setenv(RUNS_DIR_ENV, str(runs))
+    at = AppTest.from_file(str(app), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/steps.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Steps"
+    shown = " ".join(m.value for m in at.markdown)
+    assert "grpo" in shown and "5 steps logged" in shown, shown
+
+
+def test_a_new_benchmark_is_one_registry_entry(tmp_path, monkeypatch):
+    new = benchmarks.Benchmark("svamp", "ChilleD/SVAMP", "test", {"problem": "question", "answer": "answer"},
+                               answer="float_to_int")
+    monkeypatch.setitem(benchmarks.BENCHMARKS, "svamp", new)
+    rows = [{"id": "0", "problem": "Jack has 3 apples and buys 4 more. How many now?", "answer": "7"},
+            {"id": "1", "problem": "12 birds, 5 fly away. How many are left?", "answer": "7"}]
+    (tmp_path / "svamp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert benchmarks.resolve_benches("svamp,gsm8k") == ["svamp", "gsm8k"]
+    assert benchmarks.paper_order(["svamp", "gsm8k"]) == ["gsm8k", "svamp"]  # Table 1's columns first
+    problems = benchmarks.load_problems("svamp", data_dir=tmp_path)
+    assert [p.gold for p in problems] == [("7",), ("7",)] and problems[0].problem.startswith("Jack")
+    assert new.grader == "svamp" and new.samples == 1
+
+    from dhpo_suite.grading import grade  # a benchmark the grader has no policy for gets the default one
+
+    assert grade("So the answer is $\\boxed{7}$.", problems[0].gold, bench="svamp").correct
+    assert not grade("So the answer is $\\boxed{8}$.", problems[0].gold, bench="svamp").correct
