@@ -108,16 +108,17 @@ def probe_table(root: Path) -> pd.DataFrame:
 def wall_times(root: Path, runs: pd.Series) -> str:
     """Median wall time of a run (manifest start to end: the RL steps, not the cached warm start) and the
     span of the whole sweep, from the runs' manifests."""
-    spans = []
+    spans, paths = [], {s.path.name: s.path for s in list_runs(root)}
     for run in runs:
-        m = RunReader(root / run).manifest
+        m = RunReader(paths[run]).manifest
         if m.started_at and m.ended_at:
             spans.append((pd.Timestamp(m.started_at), pd.Timestamp(m.ended_at)))
     if not spans:
         return "wall times not recorded"
-    per_run = np.median([(b - a).total_seconds() for a, b in spans]) / 60
+    per_run = np.array([(b - a).total_seconds() for a, b in spans]) / 60
     total = (max(b for _, b in spans) - min(a for a, _ in spans)).total_seconds() / 60
-    return f"a run took {per_run:.1f} min (median); the sweep's runs spanned {total:.0f} min"
+    return (f"a run took {np.median(per_run):.1f} min (median; {per_run.min():.1f}-{per_run.max():.1f} min as the "
+            f"machine's load varied); the sweep's runs spanned {total:.0f} min")
 
 
 def setting_of(sweep) -> str:
@@ -199,7 +200,7 @@ def claims(metrics: pd.DataFrame, scalars: pd.DataFrame) -> list[dict]:
         per_seed = ", ".join(f"seed {k} {v:+.0%}" for k, v in seed_changes(scalars, "grpo", series).items())
         others = ", ".join(f"{lab} {fell(scalars, lab, series)[0]:+.0%}" for lab in sorted(set(metrics["label"]))
                            if lab != "grpo")
-        lines = [f"GRPO's {metric.split('_')[1]} changed by {change:+.0%} from its first 3 steps to the last "
+        lines = [f"GRPO's {metric.split('_')[1]} changed by {change:+.1%} from its first 3 steps to the last "
                  f"quarter (mean over seeds; {per_seed}); the rule: a fall of at least {FALL:.0%} is a collapse.",
                  f"the same change for the others (mean over seeds): {others}",
                  f"the dashboard's stricter detector (entropy down 50 % and length down 30 %): GRPO collapsed in "
@@ -213,7 +214,7 @@ def claims(metrics: pd.DataFrame, scalars: pd.DataFrame) -> list[dict]:
         each = "; ".join(f"{lab}: {x}" for lab, x in zip(dhpo, verdicts))
         v = each if happened else (
             f"inconclusive: the collapse the claim is about did not occur by the rule (GRPO's series changed by "
-            f"{change:+.0%} on average, short of −{FALL:.0%}; {past} of {(metrics.label == 'grpo').sum()} seeds "
+            f"{change:+.1%} on average, short of −{FALL:.0%}; {past} of {(metrics.label == 'grpo').sum()} seeds "
             f"passed it). The higher-late-{series.split('/')[0]} part alone, for the record: {each}")
         out.append({"claim": name, "evidence": lines, "verdict": v, "figure": fig})
     start = scalars.groupby("run")[cmp.HELDOUT_INITIAL].first()
@@ -267,7 +268,8 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
     initial = f"{first.mean():.3f} on average (" + ", ".join(f"seed {k}: {v:.3f}" for k, v in first.items()) + ")"
     rel = figures.relative_to(doc.parent) if figures.is_relative_to(doc.parent) else figures
     counts = metrics.groupby("label").size()
-    task = RunReader(root / metrics["run"].iloc[0]).manifest.task
+    task = RunReader(next(s.path for s in list_runs(root) if s.path.name == metrics["run"].iloc[0])).manifest.task
+    sub_sweeps = [(f.parent, load_or_create(f.parent, None)) for f in sorted(root.glob("*/sweep.json"))]
     lines = [
         "# Reproduction of the paper's claims at toy scale",
         "",
@@ -281,6 +283,10 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         f"{', '.join(map(str, sweep.seeds))}: {len(sweep.cells())} runs planned; "
         f"completed runs used: **{len(metrics)}** (per label: {', '.join(f'{k} {v}' for k, v in counts.items())})"
         + (f"; not completed, left out: {', '.join(unfinished)}" if unfinished else ""),
+        *[f"- and the sweep in `{sub.relative_to(root)}/`: {', '.join(g.algos)}; DHPO clip modes "
+          f"{', '.join(g.clips) or 'default'}; seeds {', '.join(map(str, g.seeds))}; its runs' options are "
+          + ("the same" if g.train_args == sweep.train_args else f"`{' '.join(g.train_args)}`")
+          for sub, g in sub_sweeps],
         f"- every run: `dhpo-suite train {' '.join(sweep.train_args)}` (tiny Qwen3, 0.84 M parameters, SFT "
         f"warm start per seed; `{task}` task; the objectives' paper defaults: seq-mean-token-mean "
         "aggregation, GRPO ε 0.2, DHPO token/sequence ε 0.2/0.28, GSPO 3e-4/4e-4, GMPO 0.4, CISPO 10/0.2)",

@@ -46,7 +46,7 @@ def test_claims_verdicts_follow_the_collapse_rule_and_the_paired_intervals(tmp_p
     claims = _claims(tmp_path, grpo_late_entropy=0.5)  # a 50 % fall at every seed: the collapse occurred
     entropy = claims["GRPO's token entropy collapses while DHPO keeps entropy higher late in training"]
     assert entropy["verdict"] == "dhpo-e-branch: reproduced"
-    assert "changed by -50%" in entropy["evidence"][0] and "seed 2 -50%" in entropy["evidence"][0]
+    assert "changed by -50.0%" in entropy["evidence"][0] and "seed 2 -50%" in entropy["evidence"][0]
     length = claims["GRPO's response length collapses; DHPO's stays longer"]
     assert length["verdict"].startswith("inconclusive: the collapse the claim is about did not occur")
     assert "0 of 3 seeds passed it" in length["verdict"]
@@ -59,5 +59,5 @@ def test_a_fall_short_of_the_rule_is_inconclusive_but_reports_the_dhpo_part(tmp_
     claims = _claims(tmp_path, grpo_late_entropy=0.9)  # a 10 % fall: short of the 20 % rule
     v = claims["GRPO's token entropy collapses while DHPO keeps entropy higher late in training"]["verdict"]
     assert v.startswith("inconclusive: the collapse the claim is about did not occur")
-    assert "changed by -10% on average" in v and "0 of 3 seeds passed it" in v
+    assert "changed by -10.0% on average" in v and "0 of 3 seeds passed it" in v
     assert v.endswith("for the record: dhpo-e-branch: reproduced")
