@@ -184,6 +184,18 @@ def diff_row(diffs: pd.DataFrame, label: str, metric: str) -> cmp.Interval:
     return row.iloc[0][metric] if len(row) else cmp.Interval(float("nan"), float("nan"), float("nan"), 0)
 
 
+def side_note(vs_grpo: pd.DataFrame, metric: str) -> str:
+    """Which objectives' paired interval against GRPO lies above / below 0 for `metric` and for the final
+    held-out reward: whether a higher late value goes with higher accuracy in this setting, for every objective."""
+    def sides(m: str) -> str:
+        above = [r.label for r in vs_grpo.itertuples() if getattr(r, m).lo > 0]
+        below = [r.label for r in vs_grpo.itertuples() if getattr(r, m).hi < 0]
+        return f"above GRPO's: {', '.join(above) or 'none'}; below: {', '.join(below) or 'none'}"
+
+    return (f"every objective against GRPO (paired 95 % interval entirely on one side of 0): {metric} "
+            f"{sides(metric)}. Final held-out reward {sides('final_reward')}")
+
+
 def claims(metrics: pd.DataFrame, scalars: pd.DataFrame) -> list[dict]:
     """Each claim: text, evidence lines, verdict."""
     vs_grpo = cmp.paired_differences(metrics, "grpo")
@@ -205,6 +217,7 @@ def claims(metrics: pd.DataFrame, scalars: pd.DataFrame) -> list[dict]:
                  f"the same change for the others (mean over seeds): {others}",
                  f"the dashboard's stricter detector (entropy down 50 % and length down 30 %): GRPO collapsed in "
                  f"{int(metrics[metrics.label == 'grpo'].collapsed.sum())}/{(metrics.label == 'grpo').sum()} runs."]
+        lines.append(side_note(vs_grpo, metric))
         verdicts = []
         for lab in dhpo:
             iv = diff_row(vs_grpo, lab, metric)
