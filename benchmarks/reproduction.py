@@ -293,7 +293,8 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         "## Setting",
         "",
         f"- grid: {', '.join(sweep.algos)}; DHPO clip modes {', '.join(sweep.clips) or 'default'}; seeds "
-        f"{', '.join(map(str, sweep.seeds))}: {len(sweep.cells())} runs planned; "
+        f"{', '.join(map(str, sweep.seeds))}: {len(sweep.cells()) + sum(len(g.cells()) for _, g in sub_sweeps)} runs "
+        f"planned (the sweeps in subfolders included); "
         f"completed runs used: **{len(metrics)}** (per label: {', '.join(f'{k} {v}' for k, v in counts.items())})"
         + (f"; not completed, left out: {', '.join(unfinished)}" if unfinished else ""),
         *[f"- and the sweep in `{sub.relative_to(root)}/`: {', '.join(g.algos)}; DHPO clip modes "
