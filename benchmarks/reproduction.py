@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -259,6 +260,13 @@ def claims(metrics: pd.DataFrame, scalars: pd.DataFrame) -> list[dict]:
     return out
 
 
+def glance(verdict: str) -> str:
+    """A verdict without its reasons (the parentheses), for the summary at the top of the report."""
+    short = re.sub(r" \([^()]*\)", "", verdict)
+    return short.replace(" the claim is about", "").replace(". The higher-late-", "; the higher-late-").replace(
+        " part alone, for the record:", " part:")
+
+
 def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = None, notes: Path | None = None) -> str:
     sweep = load_or_create(root, None)
     metrics, scalars, problems = cmp.load_sweep(root)
@@ -283,6 +291,7 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
     counts = metrics.groupby("label").size()
     task = RunReader(next(s.path for s in list_runs(root) if s.path.name == metrics["run"].iloc[0])).manifest.task
     sub_sweeps = [(f.parent, load_or_create(f.parent, None)) for f in sorted(root.glob("*/sweep.json"))]
+    found = claims(metrics, scalars)
     lines = [
         "# Reproduction of the paper's claims at toy scale",
         "",
@@ -291,6 +300,10 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         + f"` on {time.strftime('%Y-%m-%d', time.gmtime())} "
         f"from a `dhpo-suite sweep` directory; every number below is computed from its run directories "
         f"(`dhpo-suite compare {root}` prints the same tables).",
+        "",
+        "## Verdicts at a glance",
+        "",
+        *[f"- {c['claim']}: **{glance(c['verdict'])}**" for c in found],
         "",
         "## Setting",
         "",
@@ -324,7 +337,7 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         "## Claims and verdicts",
         "",
     ]
-    for c in claims(metrics, scalars):
+    for c in found:
         lines += [f"### {c['claim']}", "", f"![{c['figure']}]({rel / c['figure']})", ""]
         lines += [f"- {e}" for e in c["evidence"]]
         lines += ["", f"**Verdict: {c['verdict']}.**", ""]

@@ -61,3 +61,5 @@ def test_a_fall_short_of_the_rule_is_inconclusive_but_reports_the_dhpo_part(tmp_
     assert v.startswith("inconclusive: the collapse the claim is about did not occur")
     assert "changed by -10.0% on average" in v and "0 of 3 seeds passed it" in v
     assert v.endswith("for the record: dhpo-e-branch: reproduced")
+    assert reproduction.glance(v) == ("inconclusive: the collapse did not occur by the rule; the higher-late-entropy "
+                                      "part: dhpo-e-branch: reproduced")  # the report's summary line
