@@ -346,7 +346,7 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
               "Paired differences against GRPO over shared seeds:", "",
               markdown_table(cmp.paired_differences(metrics, "grpo")), "",
               "Definitions: " + "; ".join(f"**{k}**: {v}" for k, v in cmp.METRIC_DOCS.items()) + ".", ""]
-    lines += ["## How the setting was found", ""]
+    lines += ["## How the setting was found", ""] if notes is not None or probes is not None else []
     if notes is not None:
         lines += [notes.read_text().strip(), ""]
     if probes is not None:
