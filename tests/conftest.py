@@ -18,9 +18,10 @@ settings.load_profile("dhpo")
 _USER_ENV = dict(os.environ)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def user_env() -> dict[str, str]:
-    """A copy of the environment before any test ran: pass it to subprocesses that must match in-process runs."""
+    """A copy of the environment before any test ran: pass it to subprocesses that must match each other (do not
+    modify it: one copy serves the session)."""
     return dict(_USER_ENV)
 
 

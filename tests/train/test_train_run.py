@@ -123,13 +123,35 @@ def _copy_run(ci_run, dest):
     return dest
 
 
-def _resume_cli(out, *extra):
-    """`dhpo-suite train --resume --out OUT ...` in-process; (exit code, stderr)."""
+@pytest.fixture(scope="module")
+def redone_from_step4(ci_run, tmp_path_factory, user_env):
+    """The CI run resumed from its step-4 checkpoint (step 8's removed), in a fresh process: the reference for a
+    fallback to step 4. Not the uninterrupted run itself, which was trained in this process (see _resume_cli;
+    the SIGKILL test's fresh processes check that a resume equals an uninterrupted run)."""
+    import shutil
+
+    out = _copy_run(ci_run, tmp_path_factory.mktemp("redone") / "run")
+    shutil.rmtree(out / "checkpoints" / "step-000008")
+    code, err = _resume_cli(out, env=user_env)
+    assert code == 0, err
+    return out
+
+
+def _resume_cli(out, *extra, env=None):
+    """`dhpo-suite train --resume --out OUT ...`; (exit code, stderr). In-process, or with `env` (the user's
+    environment) its own process: weights compared bit for bit must come from fresh processes, because once vLLM
+    ran in this process (tests/eval) its CPU worker makes `torch.set_num_threads` a no-op, and the trainer's one
+    thread becomes vLLM's several (other reductions, other floats)."""
+    argv = ["train", "--resume", "--out", str(out), "--no-progress", *extra]
+    if env is not None:
+        proc = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", *argv], env=env, capture_output=True,
+                              text=True, timeout=600)
+        return proc.returncode, proc.stderr
     from typer.testing import CliRunner
 
     from dhpo_suite.cli import app
 
-    res = CliRunner().invoke(app, ["train", "--resume", "--out", str(out), "--no-progress", *extra])
+    res = CliRunner().invoke(app, argv)
     return res.exit_code, res.stderr
 
 
@@ -141,25 +163,26 @@ class _RunsCode:
         return os.system, (f"touch {self.marker}",)
 
 
-def test_a_corrupt_final_checkpoint_falls_back_to_the_previous_one_exactly(ci_run, tmp_path):
+def test_a_corrupt_final_checkpoint_falls_back_to_the_previous_one_exactly(ci_run, redone_from_step4, tmp_path,
+                                                                                user_env):
     """The issue's case: trainer_state.pt of the last COMPLETE checkpoint is damaged. Resume warns in one line,
-    restarts from step 4 and reaches the uninterrupted run's step-8 weights bit for bit."""
+    restarts from step 4 and reaches, bit for bit, the step-8 weights of a clean resume from step 4."""
     out = _copy_run(ci_run, tmp_path / "run")
     state = out / "checkpoints" / "step-000008" / "trainer_state.pt"
     state.write_bytes(state.read_bytes()[:1000])
-    code, err = _resume_cli(out)
+    code, err = _resume_cli(out, env=user_env)
     assert code == 0, err
     warning = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warning) == 1 and "checkpoint step 8 unusable" in warning[0] and "falling back to step 4" in warning[0]
     assert str(state) in warning[0]
     assert "Traceback" not in err
-    reference = _weights(ci_run.run_dir / "checkpoints" / "step-000008")
+    reference = _weights(redone_from_step4 / "checkpoints" / "step-000008")
     resumed = _weights(out / "checkpoints" / "step-000008")
     for name, tensor in reference.items():
         torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=0, msg=name)
 
 
-def test_crafted_pickle_weights_in_a_checkpoint_never_run(ci_run, tmp_path):
+def test_crafted_pickle_weights_in_a_checkpoint_never_run(ci_run, redone_from_step4, tmp_path, user_env):
     """Step 8's weights replaced by a pytorch_model.bin that runs a command when unpickled: resume reads
     safetensors only, so it falls back to step 4 and the command never runs."""
     out = _copy_run(ci_run, tmp_path / "run")
@@ -168,11 +191,11 @@ def test_crafted_pickle_weights_in_a_checkpoint_never_run(ci_run, tmp_path):
     weights = _weights(step8)
     (step8 / "model.safetensors").unlink()
     torch.save({**weights, "lm_head.weight": _RunsCode(marker)}, step8 / "pytorch_model.bin")
-    code, err = _resume_cli(out, "--steps", "9")
+    code, err = _resume_cli(out, "--steps", "9", env=user_env)
     assert code == 0, err
     assert not marker.exists()
     assert "checkpoint step 8 unusable" in err and "falling back to step 4" in err
-    reference = _weights(ci_run.run_dir / "checkpoints" / "step-000008")
+    reference = _weights(redone_from_step4 / "checkpoints" / "step-000008")
     for name, tensor in reference.items():  # step 8 redone from step 4, exactly
         torch.testing.assert_close(_weights(step8)[name], tensor, rtol=0, atol=0, msg=name)
 
