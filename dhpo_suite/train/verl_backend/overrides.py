@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dhpo_suite.train.verl_backend.hparams import VERL_FIELDS, format_value, hparam_overrides
+from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG
 from dhpo_suite.train.verl_backend.presets import AlgorithmSettings, Preset
 from dhpo_suite.train.verl_backend.registration import loss_mode
 
@@ -22,7 +23,6 @@ ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
 MODEL = "actor_rollout_ref.model"
 REWARD_PATH = "pkg://dhpo_suite.train.verl_backend.reward"
-POLICY_LOSS_TARGET = "dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def algorithm_overrides(algo: AlgorithmSettings, run_dir: str | None, telemetry:
     objective's defaults, as `+actor.policy_loss.hparams.<key>`.
     """
     out = _pairs(ACTOR, {
-        "policy_loss._target_": POLICY_LOSS_TARGET,
+        "policy_loss._target_": POLICY_LOSS_CONFIG,
         "policy_loss.loss_mode": loss_mode(algo.objective),
         "calculate_entropy": algo.needs_entropy,
         "entropy_coeff": 0.0,
