@@ -8,8 +8,9 @@ tokenizer (with SmolLM2's ChatML template) are saved under the cache and reused.
 from __future__ import annotations
 
 import importlib.metadata
-import shutil
 from pathlib import Path
+
+from dhpo_suite.models.cache_entry import built_once
 
 __all__ = ["NAME", "find_gguf", "smollm2_dir"]
 
@@ -35,20 +36,19 @@ def smollm2_dir(cache: Path, log=print) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     final = Path(cache) / "smollm2-135m-instruct-v3"
-    if (final / "config.json").exists() and (final / "model.safetensors").exists():
+    if (final / "model.safetensors").exists():
         return final
     gguf = find_gguf()
-    log(f"converting {gguf.name} to a Hugging Face directory (once; cached in {final})")
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
-    _fix_special_tokens(model, tokenizer)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-    return final
+
+    def build(tmp: Path) -> None:
+        log(f"converting {gguf.name} to a Hugging Face directory (once; cached in {final})")
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+        _fix_special_tokens(model, tokenizer)
+        tokenizer.save_pretrained(tmp)
+        model.save_pretrained(tmp)  # last: its weights file marks the entry complete
+
+    return built_once(final, "model.safetensors", build)
 
 
 def _fix_special_tokens(model, tokenizer) -> None:

@@ -28,3 +28,21 @@ def test_gguf_converts_once_to_a_chat_model_that_ends_turns_with_im_end(tmp_path
                          pad_token_id=tok.pad_token_id)[0, ids.shape[1]:]
     answer = tok.decode(out, skip_special_tokens=True)
     assert "5" in answer and out[-1].item() == tok.eos_token_id, answer
+
+
+def test_runs_starting_at_once_share_one_conversion(tmp_path):
+    """A sweep starts its first runs together: each process converting into the same temp dir corrupted the
+    cache (SafetensorError, 'Unrecognized model', 'Couldn't instantiate the backend tokenizer')."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from dhpo_suite.models.smollm2 import smollm2_dir; "
+            "from transformers import AutoTokenizer, AutoConfig; p = smollm2_dir(Path(sys.argv[1])); "
+            "AutoConfig.from_pretrained(p); print(AutoTokenizer.from_pretrained(p).eos_token)")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err[-600:] for _, err in outs]
+    assert [o.strip().splitlines()[-1] for o, _ in outs] == ["<|im_end|>"] * 3
+    assert sum("converting" in o for o, _ in outs) == 1  # one builder, two waiters
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["smollm2-135m-instruct-v3", "smollm2-135m-instruct-v3.lock"]

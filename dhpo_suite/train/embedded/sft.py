@@ -8,15 +8,14 @@ The result is cached as an HF directory (built once, reused by every run with th
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from dhpo_suite.models.cache_entry import built_once
 from dhpo_suite.train.embedded.rollout import encode_prompts
 
 if TYPE_CHECKING:
@@ -92,26 +91,18 @@ def warm_started_tiny_model(cache: Path, task: Task, *, target: float, max_steps
     for one builder (a file lock) instead of each building it into the same temp dir.
     """
     final = Path(cache) / f"tiny-{task.name}-sft-{_recipe_key(task.name, target, max_steps, seed, stop_test)}"
-    if (final / "sft.json").exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.with_name(final.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
-        if not (final / "sft.json").exists():
-            _build(final, task, target=target, max_steps=max_steps, seed=seed, accuracy_fn=accuracy_fn,
-                   stop_test=stop_test, log=log)
-    return final
+    return built_once(final, "sft.json", lambda tmp: _build(tmp, final, task, target=target, max_steps=max_steps,
+                                                            seed=seed, accuracy_fn=accuracy_fn,
+                                                            stop_test=stop_test, log=log))
 
 
-def _build(final: Path, task: Task, *, target: float, max_steps: int, seed: int,
+def _build(tmp: Path, final: Path, task: Task, *, target: float, max_steps: int, seed: int,
            accuracy_fn: Callable[[PreTrainedModel, PreTrainedTokenizerBase], float], stop_test: dict[str, Any],
            log: Callable[[str], None]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from dhpo_suite.models.tiny import build_tiny_model
 
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     build_tiny_model(tmp, seed=seed)
     tokenizer = AutoTokenizer.from_pretrained(tmp)
     model = AutoModelForCausalLM.from_pretrained(tmp)
@@ -124,6 +115,4 @@ def _build(final: Path, task: Task, *, target: float, max_steps: int, seed: int,
     (tmp / "sft.json").write_text(json.dumps({"steps": steps, "accuracy": acc, "task": task.name, "seed": seed,
                                               "target": target, "recipe": SFT_RECIPE, "stop_test": stop_test},
                                              indent=1))
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
     log(f"warm-start: done after {steps} steps, accuracy {acc:.0%}")
