@@ -34,11 +34,10 @@ def test_concurrent_requests_build_the_warm_start_once(tmp_path):
         import sys, time, json
         from pathlib import Path
         import dhpo_suite.train.embedded.sft as sft
-        def fake_build(final, task, **kw):  # stands in for the minutes-long supervised run
+        def fake_build(tmp, final, task, **kw):  # stands in for the minutes-long supervised run
             time.sleep(1.0)
-            tmp = final.with_name(final.name + ".tmp"); tmp.mkdir()
+            tmp.mkdir()
             (tmp / "sft.json").write_text(json.dumps({{"by": sys.argv[1]}}))
-            tmp.rename(final)
             print("built", flush=True)
         sft._build = fake_build
         class Task: name = "arithmetic"
