@@ -67,6 +67,8 @@ def register(app: typer.Typer) -> None:
         sft_target: float = _opt("sft_target", "--sft-target"),
         sft_max_steps: int = _opt("sft_max_steps", "--sft-max-steps"),
         chunk_tokens: int = _opt("chunk_tokens", "--chunk-tokens"),
+        device: str = _opt("device", "--device"),
+        precision: str = _opt("precision", "--precision"),
         threads: int = _opt("threads", "--threads"),
         grader_workers: int = _opt("grader_workers", "--grader-workers"),
         reward_unmarked: float = _opt("reward_unmarked", "--reward-unmarked"),

@@ -120,25 +120,8 @@ def test_clip_fractions_draw_outside_dashed_and_binding_solid_per_branch_and_sid
     assert fcur.clip_fractions(two_runs(), ("token",)).layout.annotations[0].text.startswith("no data")
 
 
-def test_collapse_figure_marks_the_detected_step():
-    steps = np.arange(60)
-    f = pd.DataFrame({"run": "a", "step": steps, "entropy/mean": np.where(steps >= 30, 0.1, 1.0),
-                      "length/mean": np.where(steps >= 35, 50.0, 200.0)})
-    v = detect_collapse(f.set_index("step")["entropy/mean"], f.set_index("step")["length/mean"])
-    assert v.step == 35
-    fig = fc.collapse_figure(f, {"a": v})
-    # entropy's own onset in its row (30), the run's collapse (35 = length onset) across both rows
-    assert sorted(s["x0"] for s in fig.layout.shapes) == [30, 35, 35]
-    thresholds = [t.y[0] for t in fig.data if "threshold" in t.name]
-    assert thresholds == pytest.approx([0.5, 140.0])
-
-
-def test_group_outcomes_and_entropy_percentiles_plot_their_columns():
-    f = two_runs(4).assign(**{"groups/all_correct_frac": 0.25, "groups/all_wrong_frac": 0.5, "entropy/p50": 0.3,
-                              "entropy/p99": 3.0, "entropy/frac_below_0.01": 0.4})
-    g = fc.group_outcomes(f)
-    assert {t.meta for t in g.data} == {"groups/all_correct_frac", "groups/all_wrong_frac"}
-    assert list(traces(g, "a · all wrong")[0].y) == [0.5] * 4
+def test_entropy_percentiles_plot_their_columns():
+    f = two_runs(4).assign(**{"entropy/p50": 0.3, "entropy/p99": 3.0, "entropy/frac_below_0.01": 0.4})
     p = fc.entropy_percentiles(f, "b")
     assert list(traces(p, "p99 (high-entropy minority)")[0].y) == [3.0] * 4
     assert fc.entropy_percentiles(two_runs(), "a").layout.annotations[0].text.startswith("no data")

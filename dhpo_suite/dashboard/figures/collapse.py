@@ -83,56 +83,7 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
                       clickmode="event+select")
     return fig
 
-__all__ = ["why_figure", "WHY_ROWS", "collapse_figure", "group_outcomes", "entropy_percentiles", "EntropySplit", "entropy_split",
-           "entropy_split_figure"]
-
-
-def collapse_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
-    """Mean entropy (top) and mean response length (bottom) per run, with each series' collapse threshold
-    (horizontal dotted), each series' collapse step (vertical dotted, in its row) and the run's collapse step
-    (vertical dashed across both rows), labelled."""
-    colors = colors or run_colors(frame["run"])
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("mean token entropy (nats)", "mean response length (tokens)"))
-    for run, g in frame.groupby("run", sort=False):
-        v = verdicts.get(run)
-        for row, col, part in ((1, "entropy/mean", "entropy"), (2, "length/mean", "length")):
-            if col not in g.columns:
-                continue
-            fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=run, legendgroup=run,
-                                     showlegend=row == 1, line_color=colors[run]), row=row, col=1)
-            sc = getattr(v, part) if v else None
-            if sc is not None and np.isfinite(sc.threshold):
-                fig.add_trace(go.Scatter(x=[g["step"].min(), g["step"].max()], y=[sc.threshold] * 2, mode="lines",
-                                         name=f"{run} {part} threshold", legendgroup=run, showlegend=False,
-                                         line=dict(color=colors[run], dash="dot", width=1)), row=row, col=1)
-            if sc is not None and sc.step is not None and (v.step is None or v.step != sc.step):
-                fig.add_vline(x=sc.step, row=row, col=1, line=dict(color=colors[run], dash="dot"),
-                              annotation_text=f"{run}: {part} @ {sc.step}", annotation_position="bottom right")
-        if v is not None and v.step is not None:
-            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2),
-                          annotation_text=f"{run}: collapse @ {v.step}", annotation_position="bottom right")
-    fig.update_layout(title="Collapse detector", height=520, margin=dict(t=70, b=40, l=50, r=10),
-                      legend=dict(orientation="h", y=-0.12))
-    return fig
-
-
-def group_outcomes(frame: pd.DataFrame, colors: dict[str, str] | None = None) -> go.Figure:
-    """Share of prompt groups whose responses are all correct (solid) or all wrong (dashed): such groups have
-    zero group-normalised advantage and give no gradient."""
-    cols = ("groups/all_correct_frac", "groups/all_wrong_frac")
-    if not all(c in frame.columns for c in cols):
-        return empty_figure("All-correct / all-wrong groups", "no data: group outcomes were not recorded")
-    colors = colors or run_colors(frame["run"])
-    fig = go.Figure()
-    for run, g in frame.groupby("run", sort=False):
-        for col, dash, label in ((cols[0], "solid", "all correct"), (cols[1], "dash", "all wrong")):
-            fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines", name=f"{run} · {label}",
-                                     line=dict(color=colors[run], dash=dash), meta=col))
-    fig.update_layout(title="Groups without signal (solid: all correct, dashed: all wrong)",
-                      yaxis=dict(title="fraction of groups", range=[0, 1]), height=320,
-                      margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.25))
-    return fig
+__all__ = ["why_figure", "WHY_ROWS", "entropy_percentiles", "EntropySplit", "entropy_split", "entropy_split_figure"]
 
 
 def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Any, Collection
+
+if TYPE_CHECKING:
+    from dhpo_suite.train.embedded.device import Compute
 
 __all__ = ["ConfigError", "NAMED_HPARAMS", "TrainConfig", "cache_dir"]
 
@@ -99,6 +102,10 @@ class TrainConfig:
     """Warm-start: at most this many supervised steps."""
     chunk_tokens: int = 1024
     """Rows of the [tokens x vocab] log-softmax computed at once (memory bound of log-prob/entropy)."""
+    device: str = "auto"
+    """"auto" (the CUDA GPU torch sees, else the CPU), "cpu", "cuda" or "cuda:N"."""
+    precision: str = "auto"
+    """"fp32", or "bf16" (autocast forward passes; weights, AdamW, log-softmax, loss fp32); "auto": bf16 on a GPU."""
     threads: int = 1
     """torch CPU threads (1 is fastest for the tiny model, and far faster on a shared, oversubscribed CPU)."""
     grader_workers: int = 1
@@ -153,9 +160,20 @@ class TrainConfig:
                 check_model_dir(self.model)
             except ModelDirError as e:
                 raise ConfigError("model", str(e)) from None
+        self.compute()
         if self.resume and self.out is None:
             raise ConfigError("resume", "needs --out: the run directory to continue")
         return self
+
+    def compute(self) -> Compute:
+        """The resolved --device and --precision (device.resolve_compute); ConfigError names the bad one."""
+        from dhpo_suite.train.embedded.device import resolve_compute  # imports torch: not at `--help`
+
+        try:
+            return resolve_compute(self.device, self.precision)
+        except ValueError as e:
+            field, _, reason = str(e).partition(": ")
+            raise ConfigError(field, reason) from None
 
     def objective_hparams(self) -> dict[str, Any]:
         """The objective settings given (named options and `hparams`); the others keep the paper's defaults."""

@@ -109,8 +109,9 @@ def _distinct_prompts(input_ids: torch.Tensor, attention_mask: torch.Tensor,
     U = int(inverse.max()) + 1
     if U == input_ids.shape[0]:
         return None
-    first = torch.full((U,), input_ids.shape[0], dtype=torch.long).scatter_reduce(
-        0, inverse, torch.arange(input_ids.shape[0]), reduce="amin")
+    dev = input_ids.device
+    first = torch.full((U,), input_ids.shape[0], dtype=torch.long, device=dev).scatter_reduce(
+        0, inverse, torch.arange(input_ids.shape[0], device=dev), reduce="amin")
     return first, inverse
 
 

@@ -52,6 +52,9 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
     t_start = time.perf_counter()
     cfg = cfg.validate()
     torch.set_num_threads(cfg.threads)
+    if torch.get_num_threads() != cfg.threads:  # vLLM's CPU worker, once run in this process, makes it a no-op
+        log(f"warning: --threads {cfg.threads} did not take: torch keeps {torch.get_num_threads()} thread(s) in "
+            f"this process (was vLLM run in it? its CPU worker pins torch's threads); timings will differ")
     run_dir, cfg = run_setup.prepare(cfg, explicit)
     with run_setup.writer_lock(run_dir, log):
         done = run_setup.finish_if_done(cfg, run_dir, log)
@@ -113,17 +116,18 @@ def train_step(t: Trainer, step: int, acc: TelemetryAccumulator, timer: StepTime
     """One RL step: rollout -> rewards -> advantages -> update; telemetry is fed along the way."""
     cfg, G = t.cfg, t.cfg.group_size
     batch = step_prompts(t.problems, cfg.prompts_per_step, cfg.seed, step)
-    with timer.phase("rollout"):
+    with timer.phase("rollout"), t.compute.autocast():
         prompts = encode_prompts(t.tokenizer, [t.task.messages(p) for p in batch])
         roll = sample(t.model, t.tokenizer, prompts, G, t.max_new_tokens, temperature=cfg.temperature,
                       seed=cfg.seed * 1_000_003 + step)
     with timer.phase("reward"):
         golds = [p["answer"] for p in batch for _ in range(G)]
         rewards, verdicts = grade_rewards(t.pool, roll.texts, golds, t.task.bench, unmarked=cfg.reward_unmarked)
+    rewards = rewards.to(t.compute.device)
     advantages = group_advantages(rewards, G)  # eq. 1
     with timer.phase("telemetry"):
         acc.add_rollout(rewards, roll.lengths, roll.truncated, G)
-    with timer.phase("update"):
+    with timer.phase("update"), t.compute.autocast():
         old = old_logprobs(t.model, roll, cfg.chunk_tokens)
         norms = ppo_update(t.model, t.optimizer, t.scheduler, StepBatch(roll, old, advantages), t.objective,
                            epochs=cfg.ppo_epochs, mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm,
@@ -150,8 +154,9 @@ class _TimedUpdates:
 
 def evaluate(t: Trainer) -> float:
     """eval/heldout_reward: mean reward of one sample per held-out problem (fixed seed)."""
-    return heldout_reward(t.model, t.tokenizer, t.task, t.heldout, t.pool, max_new_tokens=t.max_new_tokens,
-                          temperature=t.cfg.temperature, seed=t.cfg.seed + 7)
+    with t.compute.autocast():
+        return heldout_reward(t.model, t.tokenizer, t.task, t.heldout, t.pool, max_new_tokens=t.max_new_tokens,
+                              temperature=t.cfg.temperature, seed=t.cfg.seed + 7)
 
 
 def _extra(timer: StepTimer, facts: StepFacts, cfg: TrainConfig) -> dict[str, float]:

@@ -58,7 +58,7 @@ def _prompt_cache(model: PreTrainedModel, prompts: list[list[int]], group_size: 
     `group_size` rows; None when there is nothing to share (G = 1 or one-token prompts)."""
     from transformers import DynamicCache
 
-    ids, mask = _left_pad(prompts, pad)
+    ids, mask = (t.to(model.device) for t in _left_pad(prompts, pad))
     if group_size == 1 or ids.shape[1] < 2:
         return None
     cache = DynamicCache(config=model.config)
@@ -83,8 +83,8 @@ def sample(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompts: 
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     pad = eos if pad is None else pad
     rows = [p for p in prompts for _ in range(group_size)]
-    ids, mask = _left_pad(rows, pad)
-    torch.manual_seed(seed)
+    ids, mask = (t.to(model.device) for t in _left_pad(rows, pad))
+    torch.manual_seed(seed)  # seeds the CPU and every CUDA generator
     was_training = model.training
     model.eval()
     cache = _prompt_cache(model, prompts, group_size, pad) if share_prompts else None

@@ -30,7 +30,7 @@ __all__ = ["build", "checkpoint", "finish_if_done", "prepare", "progress_bar", "
 
 # Fields that may differ when resuming (they do not change what the run computes).
 _RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every",
-                      "micro_batch", "chunk_tokens", "logger")
+                      "micro_batch", "chunk_tokens", "logger", "device")
 
 
 def run_dir_for(cfg: TrainConfig) -> Path:
@@ -246,6 +246,9 @@ def build(cfg: TrainConfig, run_dir: Path, pool: GraderPool, log: Callable[[str]
     accuracy = sft_accuracy_fn(cfg, task, pool)
     base_dir = resolve_model_dir(cfg, task, accuracy, log)
     model, tokenizer = (last.model, last.tokenizer) if last else load_model(base_dir)
+    compute = cfg.compute()
+    model.to(compute.device)  # before the optimizer: its state (and a resumed one's) lives with the weights
+    log(f"device: {compute.describe()}")
     torch.manual_seed(cfg.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.warmup_steps))
@@ -260,12 +263,13 @@ def build(cfg: TrainConfig, run_dir: Path, pool: GraderPool, log: Callable[[str]
                                                      "prompts_per_step": cfg.prompts_per_step,
                                                      "ppo_epochs": cfg.ppo_epochs, "mini_batches": cfg.mini_batches,
                                                      "warmup_steps": cfg.warmup_steps,
-                                                     "max_grad_norm": cfg.max_grad_norm},
+                                                     "max_grad_norm": cfg.max_grad_norm,
+                                                     "precision": compute.precision},
                         model=str(base_dir), task=cfg.task, backend="embedded", seed=cfg.seed,
                         config=cfg.to_dict(), telemetry=spec.to_dict())
     return Trainer(cfg=cfg, task=task, model=model, tokenizer=tokenizer, objective=objective, optimizer=optimizer,
                    scheduler=scheduler, generator=generator, pool=pool, problems=problems, heldout=heldout,
-                   max_new_tokens=max_new, start_step=start, manifest=manifest, spec=spec)
+                   max_new_tokens=max_new, start_step=start, manifest=manifest, spec=spec, compute=compute)
 
 
 def stored_initial(run_dir: Path) -> float | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import torch
 
 from dhpo_suite.train.embedded.config import TrainConfig
+from dhpo_suite.train.embedded.device import Compute
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -59,6 +60,7 @@ class Trainer:
     start_step: int  # 1, or the step after the checkpoint being resumed
     manifest: Manifest  # what the run directory records about the run
     spec: TelemetrySpec  # how telemetry bins its histograms (response length)
+    compute: Compute  # the device the model and every step tensor live on, and the forward passes' precision
 
 
 class StepTimer:

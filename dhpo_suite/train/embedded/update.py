@@ -80,7 +80,7 @@ def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
     for epoch in range(epochs):
         order = torch.randperm(n, generator=generator)
         for idx in order.chunk(mini_batches):
-            idx = idx.sort().values
+            idx = idx.sort().values.to(roll.input_ids.device)  # the shuffle's generator is the CPU's
             mask = roll.response_mask[idx]
             optimizer.zero_grad(set_to_none=True)
             parts = idx.split(micro_batch) if micro_batch else (idx,)

@@ -49,9 +49,8 @@ def offer_outliers(
     """Offer each branch's top-K outside tokens of this micro-batch (only outside tokens are touched)."""
     B, T = mask.shape
     dev = mask.device
-    rank = torch.empty(B, dtype=torch.int64)
-    rank[torch.argsort(rids, stable=True)] = torch.arange(B)  # rank of each row's response id
-    rank = rank.to(dev)
+    rank = torch.empty(B, dtype=torch.int64, device=dev)
+    rank[torch.argsort(rids.to(dev), stable=True)] = torch.arange(B, device=dev)  # rank of each row's response id
     for name, br in out.branches.items():
         if br.low is None or br.high is None:
             continue
