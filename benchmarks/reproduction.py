@@ -130,6 +130,16 @@ def setting_of(sweep) -> str:
             f"rollout is off-policy, so ratios can leave their trust regions")
 
 
+def model_of(sweep) -> str:
+    """What the sweep's runs trained, from its pass-through --model (the trainer's default: the tiny model)."""
+    model = dict(zip(sweep.train_args[::2], sweep.train_args[1::2])).get("--model", "tiny")
+    if model == "tiny":
+        return "tiny Qwen3, 0.84 M parameters, SFT warm start per seed"
+    if model == "smollm2-135m":
+        return "SmolLM2-135M-Instruct, 135 M parameters, pretrained: the same starting model for every seed"
+    return f"model `{model}`"
+
+
 def verdict(iv: cmp.Interval, sign: int) -> str:
     """sign +1: the paper claims the difference is > 0; -1: < 0."""
     if math.isnan(iv.lo):
@@ -316,17 +326,17 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
           f"{', '.join(g.clips) or 'default'}; seeds {', '.join(map(str, g.seeds))}; its runs' options are "
           + ("the same" if g.train_args == sweep.train_args else f"`{' '.join(g.train_args)}`")
           for sub, g in sub_sweeps],
-        f"- every run: `dhpo-suite train {' '.join(sweep.train_args)}` (tiny Qwen3, 0.84 M parameters, SFT "
-        f"warm start per seed; `{task}` task; the objectives' paper defaults: seq-mean-token-mean "
+        f"- every run: `dhpo-suite train {' '.join(sweep.train_args)}` ({model_of(sweep)}; `{task}` task; the objectives' paper defaults: seq-mean-token-mean "
         "aggregation, GRPO ε 0.2, DHPO token/sequence ε 0.2/0.28, GSPO 3e-4/4e-4, GMPO 0.4, CISPO 10/0.2)",
         f"- cost on this shared 2-core machine (runs in parallel, one torch thread each): "
         f"{wall_times(root, metrics['run'])}",
-        "- a seed fixes the warm-started model, the prompts and the first rollout for every algorithm "
+        "- a seed fixes the starting model (the tiny model's warm start is per seed), the prompts and the first "
+        "rollout for every algorithm "
         "(tested in tests/science/test_sweep.py), so differences are paired over seeds",
         "- intervals: 95 % percentile bootstrap over seeds (`scipy.stats.bootstrap`); with this few seeds they "
         "understate the uncertainty, so a verdict of 'reproduced' here is weak evidence",
         "",
-        f"Held-out reward before training (the warm-started model of each seed): {initial}. Every run's "
+        f"Held-out reward before training (the starting model, sampled with each seed): {initial}. Every run's "
         "curve is in the figures below.",
         "",
         f"Off-policy updates ({setting_of(sweep)}); the measured fractions of tokens outside each trust region "

@@ -63,3 +63,14 @@ def test_a_fall_short_of_the_rule_is_inconclusive_but_reports_the_dhpo_part(tmp_
     assert v.endswith("for the record: dhpo-e-branch: reproduced")
     assert reproduction.glance(v) == ("inconclusive: the collapse did not occur by the rule; the higher-late-entropy "
                                       "part: dhpo-e-branch: reproduced")  # the report's summary line
+
+
+def test_the_setting_names_the_model_the_sweep_trained():
+    from dhpo_suite.train.sweep import Sweep
+
+    def described(*args: str) -> str:
+        return reproduction.model_of(Sweep(algos=["grpo"], clips=[], seeds=[0], train_args=list(args), steps=30))
+
+    assert described("--steps", "30").startswith("tiny Qwen3")
+    assert described("--model", "smollm2-135m", "--lr", "1e-5").startswith("SmolLM2-135M-Instruct")
+    assert described("--model", "/m/qwen").startswith("model `/m/qwen`")
