@@ -52,9 +52,6 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
     t_start = time.perf_counter()
     cfg = cfg.validate()
     torch.set_num_threads(cfg.threads)
-    if torch.get_num_threads() != cfg.threads:  # vLLM's CPU worker, once run in this process, makes it a no-op
-        log(f"warning: --threads {cfg.threads} did not take: torch keeps {torch.get_num_threads()} thread(s) in "
-            f"this process (was vLLM run in it? its CPU worker pins torch's threads); timings will differ")
     run_dir, cfg = run_setup.prepare(cfg, explicit)
     with run_setup.writer_lock(run_dir, log):
         done = run_setup.finish_if_done(cfg, run_dir, log)
@@ -64,6 +61,9 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
 def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_progress: bool,
            t_start: float) -> TrainResult:
     last = run_setup.restore(cfg, run_dir, log)  # a damaged or crafted checkpoint is refused before any worker
+    if torch.get_num_threads() != cfg.threads:  # vLLM's CPU worker, once run in this process, makes it a no-op
+        log(f"warning: --threads {cfg.threads} did not take: torch keeps {torch.get_num_threads()} thread(s) in "
+            f"this process (was vLLM run in it? its CPU worker pins torch's threads); timings will differ")
     with GraderPool(workers=cfg.grader_workers, timeout=10.0) as pool:
         t = run_setup.build(cfg, run_dir, pool, log, last)
         acc, timer = TelemetryAccumulator(t.spec, decode=token_decoder(t.tokenizer)), StepTimer()
