@@ -1,8 +1,8 @@
 """Where the embedded trainer computes (--device) and in what precision (--precision), resolved once.
 
-bf16 is where it matters on a GPU: the forward passes (rollout, log π_old, the update's forward and backward)
-run under `torch.autocast`; the weights, AdamW's moments, the log-softmax over the vocabulary, the entropy and
-the loss stay fp32 (logprobs.py casts the logits up before the log-softmax), so the ratios π/π_old the
+bf16 is where it matters on a GPU: the forward passes (rollout, log π_old, the update's forward) run under
+`torch.autocast` (the backward, called outside it, replays their dtypes); the weights, AdamW's moments, the
+log-softmax over the vocabulary, the entropy, the objective and its loss stay fp32 (logprobs.py casts the logits up before the log-softmax), so the ratios π/π_old the
 objectives clip are computed from fp32 log-probs as in verl's FSDP actor.
 """
 

@@ -127,12 +127,14 @@ def train_step(t: Trainer, step: int, acc: TelemetryAccumulator, timer: StepTime
     advantages = group_advantages(rewards, G)  # eq. 1
     with timer.phase("telemetry"):
         acc.add_rollout(rewards, roll.lengths, roll.truncated, G)
-    with timer.phase("update"), t.compute.autocast():
-        old = old_logprobs(t.model, roll, cfg.chunk_tokens)
+    with timer.phase("update"):
+        with t.compute.autocast():
+            old = old_logprobs(t.model, roll, cfg.chunk_tokens)
         norms = ppo_update(t.model, t.optimizer, t.scheduler, StepBatch(roll, old, advantages), t.objective,
                            epochs=cfg.ppo_epochs, mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm,
                            chunk_tokens=cfg.chunk_tokens, generator=t.generator,
-                           telemetry=_TimedUpdates(acc, timer), micro_batch=cfg.micro_batch)
+                           telemetry=_TimedUpdates(acc, timer), micro_batch=cfg.micro_batch,
+                           forward_context=t.compute.autocast)
     return StepFacts(reward=float(rewards.mean()), grad_norm=sum(norms) / len(norms), tokens=int(roll.lengths.sum()),
                      unmarked_share=unmarked_share(verdicts), lr=float(t.scheduler.get_last_lr()[0]),
                      prompts=[t.task.messages(p)[-1]["content"] for p in batch], golds=[p["answer"] for p in batch])

@@ -9,8 +9,9 @@ Per optimizer step (one mini-batch of whole responses):
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol
 
 import torch
 
@@ -64,7 +65,8 @@ def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
                scheduler: torch.optim.lr_scheduler.LRScheduler, batch: StepBatch, objective: Objective, *,
                epochs: int, mini_batches: int, max_grad_norm: float, chunk_tokens: int, generator: torch.Generator,
                telemetry: UpdateTelemetry | None = None,
-               micro_batch: int | None = None) -> list[float]:
+               micro_batch: int | None = None,
+               forward_context: Callable[[], ContextManager[None]] = contextlib.nullcontext) -> list[float]:
     """Run `epochs` passes of `mini_batches` optimizer steps; returns the pre-clip gradient norms.
 
     Responses are shuffled each epoch (seeded `generator`); each mini-batch is trimmed to its longest
@@ -72,6 +74,8 @@ def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
     mini-batch) bounds activation memory: gradients accumulate over the micro-batches, each given the
     mini-batch's token and response counts so that their losses sum to the mini-batch's loss
     (objectives/aggregation.py). `telemetry` (a TelemetryAccumulator) receives every micro-batch.
+    `forward_context()`: what the model's forward runs in (device.Compute.autocast for bf16); the objective,
+    its loss and the backward run outside it, in fp32.
     """
     roll = batch.rollout
     n = roll.input_ids.shape[0]
@@ -86,7 +90,8 @@ def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
             parts = idx.split(micro_batch) if micro_batch else (idx,)
             totals = {} if len(parts) == 1 else _totals(mask)
             for part in parts:
-                _forward_backward(model, objective, batch, part, epoch, totals, chunk_tokens, telemetry)
+                _forward_backward(model, objective, batch, part, epoch, totals, chunk_tokens, telemetry,
+                                  forward_context)
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             if torch.isfinite(norm):  # a non-finite gradient would poison AdamW's moments: skip the step
                 optimizer.step()
@@ -103,17 +108,18 @@ def _totals(mask: torch.Tensor) -> dict[str, Any]:
 
 
 def _forward_backward(model: PreTrainedModel, objective: Objective, batch: StepBatch, idx: torch.Tensor, epoch: int,
-                      totals: dict[str, Any], chunk_tokens: int,
-                      telemetry: UpdateTelemetry | None) -> None:
+                      totals: dict[str, Any], chunk_tokens: int, telemetry: UpdateTelemetry | None,
+                      forward_context: Callable[[], ContextManager[None]]) -> None:
     """Loss of responses `idx` (trimmed to their longest), backward into the accumulated gradients."""
     roll, P = batch.rollout, batch.rollout.prompt_len
     mask = roll.response_mask[idx]
     width = max(int(mask.sum(-1).max()), 1)
     ids = roll.input_ids[idx, :P + width]
     att = roll.attention_mask[idx, :P + width]
-    log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens, roll.temperature)
+    with forward_context():
+        log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens, roll.temperature)
     old = _trim(batch.old_log_prob[idx], width)
     out = objective(log_prob, old, batch.advantages[idx], _trim(mask, width), entropy=entropy, **totals)
-    out.loss.backward()
+    out.loss.backward()  # outside autocast (its ops replay the forward's dtypes)
     if telemetry is not None:
         telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:], old_log_prob=old, epoch=epoch)
