@@ -197,6 +197,9 @@ CASES = [
     Case("resume-explicit-lr-differs", lambda t, f: ["train", "--resume", "--out", str(train_run(t / "run")),
                                                      "--lr", "1e-3"], 2,
          "--lr: the run being resumed used 0.0001; cannot change it to 0.001"),
+    Case("resume-precision-differs", lambda t, f: ["train", "--resume", "--out", str(train_run(t / "run")),
+                                                   "--precision", "bf16"], 2,
+         "--precision: the run being resumed computed in fp32; --precision bf16 is bf16 here (give --precision fp32)"),
     Case("resume-crafted-pickle", lambda t, f: ["train", "--resume", "--out", str(train_run(
         t / "run", recorded=4, stored_steps=8, checkpoints={4: lambda d: crafted_pickle(
             d / "trainer_state.pt", t / "PWNED", 4)}))], 2,

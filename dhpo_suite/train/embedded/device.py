@@ -2,8 +2,8 @@
 
 bf16 is where it matters on a GPU: the forward passes (rollout, log π_old, the update's forward) run under
 `torch.autocast` (the backward, called outside it, replays their dtypes); the weights, AdamW's moments, the
-log-softmax over the vocabulary, the entropy, the objective and its loss stay fp32 (logprobs.py casts the logits up before the log-softmax), so the ratios π/π_old the
-objectives clip are computed from fp32 log-probs as in verl's FSDP actor.
+log-softmax over the vocabulary (logprobs.py casts the logits up), the entropy, the objective and its loss stay
+fp32, so the ratios π/π_old the objectives clip come from fp32 log-probs, as in verl's FSDP actor.
 """
 
 from __future__ import annotations

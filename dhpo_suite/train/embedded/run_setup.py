@@ -30,7 +30,7 @@ __all__ = ["build", "checkpoint", "finish_if_done", "prepare", "progress_bar", "
 
 # Fields that may differ when resuming (they do not change what the run computes).
 _RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "checkpoint_every", "eval_every",
-                      "micro_batch", "chunk_tokens", "logger", "device")
+                      "micro_batch", "chunk_tokens", "logger", "device", "precision")
 
 
 def run_dir_for(cfg: TrainConfig) -> Path:
@@ -136,12 +136,22 @@ def prepare(cfg: TrainConfig, explicit: set[str] | frozenset[str] | None = None)
                                         f"not the embedded trainer; it cannot be resumed here")
         stored = manifest.config
         cfg = resumed_config(cfg, stored, explicit)
+        _check_precision(cfg, manifest.hparams.get("precision", "fp32"))  # runs before --precision were fp32
         recorded = max(RunReader(run_dir).steps(), default=0)
         if cfg.steps < recorded:
             raise ConfigError("steps", f"{cfg.steps} is fewer than the {recorded} steps {run_dir} has already "
                                        f"recorded; give --steps {recorded} or more")
     _check_tiny_task(cfg)
     return run_dir, cfg
+
+
+def _check_precision(cfg: TrainConfig, stored: str) -> None:
+    """The device may change on --resume, the precision the run computed in may not: "auto" resolves to bf16 on
+    a GPU and fp32 on a CPU, so a run moved between them must name its precision."""
+    now = cfg.compute().precision
+    if now != stored:
+        raise ConfigError("precision", f"the run being resumed computed in {stored}; --precision {cfg.precision} is "
+                                       f"{now} here (give --precision {stored})")
 
 
 def _check_tiny_task(cfg: TrainConfig) -> None:
