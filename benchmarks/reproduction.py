@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -278,7 +279,8 @@ def glance(verdict: str) -> str:
         " part alone, for the record:", " part:")
 
 
-def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = None, notes: Path | None = None) -> str:
+def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = None, notes: Path | None = None,
+                 also: list[Path] | None = None) -> str:
     sweep = load_or_create(root, None)
     metrics, scalars, problems = cmp.load_sweep(root)
     unfinished = sorted(metrics.loc[metrics["status"] != "completed", "run"])
@@ -310,7 +312,7 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         + (f" --doc {doc}" if doc != DEFAULT_DOC else "") + (f" --figures {figures}" if figures != DEFAULT_FIGURES
                                                                else "")
         + (f" --probes {probes}" if probes is not None else "") + (f" --notes {notes}" if notes is not None else "")
-        + f"` on {time.strftime('%Y-%m-%d', time.gmtime())} "
+        + "".join(f" --also {a}" for a in also or []) + f"` on {time.strftime('%Y-%m-%d', time.gmtime())} "
         f"from a `dhpo-suite sweep` directory; every number below is computed from its run directories "
         f"(`dhpo-suite compare {root}` prints the same tables).",
         "",
@@ -318,6 +320,8 @@ def write_report(root: Path, doc: Path, figures: Path, probes: Path | None = Non
         "",
         *[f"- {c['claim']}: **{glance(c['verdict'])}**" for c in found],
         "",
+        *[f"Also: [{a.read_text().splitlines()[0].lstrip('# ')}]({os.path.relpath(a, doc.parent)}), a report of "
+          "another sweep by this script.\n" for a in also or []],
         "## Setting",
         "",
         f"- grid: {', '.join(sweep.algos)}; DHPO clip modes {', '.join(sweep.clips) or 'default'}; seeds "
@@ -382,8 +386,9 @@ def main() -> None:
     ap.add_argument("--figures", type=Path, default=DEFAULT_FIGURES)
     ap.add_argument("--probes", type=Path, help="folder of the single-seed probe runs (the probe table)")
     ap.add_argument("--notes", type=Path, help="Markdown: what the probes taught (quoted verbatim)")
+    ap.add_argument("--also", type=Path, action="append", help="another report of this script to link at the top")
     a = ap.parse_args()
-    print(write_report(a.sweep, a.doc, a.figures, a.probes, a.notes))
+    print(write_report(a.sweep, a.doc, a.figures, a.probes, a.notes, a.also))
     print(json.dumps({"doc": str(a.doc), "figures": sorted(p.name for p in a.figures.glob("*.png"))}))
 
 
