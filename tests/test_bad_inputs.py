@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -99,6 +100,11 @@ def busy_port():
         yield s.getsockname()[1]
 
 
+ERROR_WITHIN_S = 60.0
+"""Time to the one-line error: each case takes well under a second on a quiet machine (the whole table ~20 s);
+the bound is loose so that a busy machine cannot fail it, but a check that came after loading a model, reading
+a whole sweep or grading would."""
+
 # ---- the table -----------------------------------------------------------------------------------------------
 
 
@@ -151,6 +157,32 @@ def _eval_results(tmp: Path) -> Path:
     res.mkdir()
     (res / "arith.samples.jsonl").write_text('{"problem_id": "p", "sample": 0}\n')
     return res
+
+
+def _deep_manifest(run: Path, depth: int = 100_000) -> Path:
+    """A run whose manifest.json nests `depth` arrays (Python's JSON decoder recursed once per bracket)."""
+    (run / "manifest.json").write_text("[" * depth + "]" * depth)
+    return run
+
+
+def _sweep_of(tmp: Path, *runs: Path) -> Path:
+    """A folder holding the given run directories (what `compare` reads)."""
+    import shutil
+
+    (tmp / "sweep").mkdir()
+    for r in runs:
+        shutil.move(r, tmp / "sweep" / r.name)
+    return tmp / "sweep"
+
+
+def _read_only(path: Path) -> Path:
+    path.mkdir()
+    path.chmod(0o555)
+    return path
+
+
+_AS_ROOT = pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                              reason="root writes into a read-only folder (the check would rightly pass)")
 
 
 CASES = [
@@ -232,6 +264,33 @@ CASES = [
     # evaluator's --data-dir case is the evaluator's to add once its reader names the file (issue 16).
     Case("grade-binary-file", lambda t, f: ["grade", str(_binary(t / "rows.jsonl")), "--out", str(t / "g.jsonl")],
          2, "rows.jsonl:1: "),
+    # -- JSON nested past any real file (issue 29): the reader refuses it by name, before parsing
+    Case("resume-deep-manifest", lambda t, f: ["train", "--resume", "--out", str(_deep_manifest(train_run(
+        t / "run")))], 2, "manifest.json: nested 100000 levels deep; at most 64 levels"),
+    Case("export-deep-manifest", lambda t, f: ["export", str(_deep_manifest(_synthetic_run(t))), "--to",
+                                               "tensorboard", "--out", str(t / "tb")], 2,
+         "manifest.json: nested 100000 levels deep"),
+    Case("compare-deep-manifest", lambda t, f: ["compare", str(_sweep_of(t, _deep_manifest(_synthetic_run(t))))],
+         2, "manifest.json: nested 100000 levels deep"),
+    # -- where compare/export write: checked before any run is read (issue 29)
+    Case("compare-csv-missing-folder", lambda t, f: ["compare", str(_sweep_of(t, _synthetic_run(t))), "--csv",
+                                                     str(t / "no" / "m.csv")], 2,
+         "no does not exist"),
+    Case("compare-csv-is-a-folder", lambda t, f: ["compare", str(_sweep_of(t, _synthetic_run(t))), "--csv",
+                                                  str(t)], 2, "is a directory, not a file"),
+    Case("compare-csv-under-a-file", lambda t, f: ["compare", str(_sweep_of(t, _synthetic_run(t))), "--csv",
+                                                   str(_file(t) / "m.csv")], 2, "a-file is not a directory"),
+    pytest.param(Case("compare-csv-read-only", lambda t, f: ["compare", str(_sweep_of(t, _synthetic_run(t))),
+                                                             "--csv", str(_read_only(t / "ro") / "m.csv")], 2,
+                      "--csv: the folder"), marks=_AS_ROOT, id="compare-csv-read-only"),
+    Case("export-out-under-a-file", lambda t, f: ["export", str(_synthetic_run(t)), "--to", "tensorboard", "--out",
+                                                  str(_file(t) / "tb")], 2,
+         "a-file is a file, not a directory (cannot create"),
+    Case("export-out-is-a-file", lambda t, f: ["export", str(_synthetic_run(t)), "--to", "wandb", "--out",
+                                               str(_file(t))], 2, "--out: "),
+    pytest.param(Case("export-out-read-only", lambda t, f: ["export", str(_synthetic_run(t)), "--to", "tensorboard",
+                                                            "--out", str(_read_only(t / "ro") / "tb")], 2,
+                      "is not writable (cannot create"), marks=_AS_ROOT, id="export-out-read-only"),
     # -- dashboard
     Case("dashboard-port-70000", lambda t, f: ["dashboard", str(t), "--port", "70000"], 2,
          "--port: must be an integer from 1 to 65535, got 70000"),
@@ -282,8 +341,11 @@ def test_bad_input_gets_one_line_and_loses_nothing(case, tmp_path, hold_lock, bu
     work.mkdir()
     argv = case.setup(work, {"hold": hold_lock, "port": busy_port})
     before = _snapshot(work)
+    started = time.monotonic()
     res = CliRunner().invoke(app, argv)
+    took = time.monotonic() - started
     assert "heavy work started" not in res.stderr, res.stderr
+    assert took < ERROR_WITHIN_S, f"{took:.1f} s to the error"  # checks come first: no model, sweep or grading
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.exit_code == case.code, (res.stderr, res.exception)
     assert len(lines) == 1 and "Traceback" not in res.output, res.stderr

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dhpo_suite.runs.format import EVALS, Problem, RunFormatError
+from dhpo_suite.runs.json_text import loads_bounded
 
 __all__ = [
     "RESULTS_VERSION",
@@ -139,11 +140,11 @@ def read_json(path: Path | str) -> dict:
     """Read a JSON object; a missing or malformed file raises RunFormatError naming it."""
     path = Path(path)
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = loads_bounded(path.read_text(encoding="utf-8"), path)
     except FileNotFoundError:
         raise RunFormatError(path, "missing") from None
-    except json.JSONDecodeError as e:
-        raise RunFormatError(path, f"line {e.lineno}: invalid JSON ({e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunFormatError(path, f"unreadable: {e}") from None
     if not isinstance(obj, dict):
         raise RunFormatError(path, "expected a JSON object")
     return obj
@@ -176,7 +177,8 @@ def read_samples(path: Path | str) -> SamplesRead:
             rec = json.loads(raw)
             if not isinstance(rec, dict):
                 raise ValueError("not a JSON object")
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # a crafted line nested thousands deep is malformed too
+            e = e if isinstance(e, ValueError) else ValueError("nested too deeply")
             if last:
                 skipped.append(Problem(path, f"line {i + 1}: torn last line skipped ({len(raw)} bytes)"))
                 break

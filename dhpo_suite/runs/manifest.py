@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import platform
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .format import FORMAT_VERSION, MANIFEST, RunFormatError
+from .json_text import loads_bounded
 
 __all__ = ["Manifest", "STATUSES", "package_versions", "git_revision", "read_manifest", "utc_now"]
 
@@ -128,11 +128,7 @@ def read_manifest(run_dir: Path | str) -> Manifest:
         raise RunFormatError(path, "missing: not a run directory") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RunFormatError(path, f"unreadable: {e}") from None
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RunFormatError(path, f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
-    m = Manifest.from_dict(d, path)
+    m = Manifest.from_dict(loads_bounded(text, path), path)
     if m.format_version > FORMAT_VERSION:
         raise RunFormatError(
             path, f"format_version {m.format_version} is newer than this reader ({FORMAT_VERSION}); upgrade dhpo-suite"

@@ -63,6 +63,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from rich.console import Console
 
+        from dhpo_suite.runs.out_paths import file_problem
         from dhpo_suite.science import compare as cmp
         from dhpo_suite.science.tables import interval_table, runs_note
 
@@ -70,12 +71,14 @@ def register(app: typer.Typer) -> None:
             _fail(f"{root}: not a directory")
         if not 0 < late_frac <= 1:
             _fail(f"--late-frac: must lie in (0, 1], got {late_frac}")
+        if csv is not None and (problem := file_problem(csv)):
+            _fail(f"--csv: {problem}")  # before the sweep is read, not after
         metrics, _, problems = cmp.load_sweep(root, late_frac)
         console = Console()
         for p in problems:
             console.print(f"[yellow]skipped:[/] {p}", highlight=False)
         if metrics.empty:
-            _fail(f"{root}: no run with committed steps")
+            _fail(f"{root}: no run with committed steps" + (f" (skipped {problems[0]})" if problems else ""))
         console.print(runs_note(metrics), highlight=False)
         console.print(interval_table(cmp.summarize(metrics), "Per algorithm: mean [95 % bootstrap CI] across seeds"))
         diffs = cmp.paired_differences(metrics, baseline)

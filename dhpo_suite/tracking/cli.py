@@ -29,11 +29,14 @@ def register(app: typer.Typer) -> None:
         from rich.progress import Progress
 
         from dhpo_suite.runs import RunFormatError
+        from dhpo_suite.runs.out_paths import dir_problem
         from dhpo_suite.tracking.export import export_run
         from dhpo_suite.tracking.mirrors import LOGGERS
 
         if to not in LOGGERS:
             _fail(f"--to: {to!r} is not one of: {', '.join(LOGGERS)}")
+        if out is not None and (problem := dir_problem(out)):
+            _fail(f"--out: {problem}")
         console = Console(stderr=True)
         say = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
         try:
@@ -45,6 +48,8 @@ def register(app: typer.Typer) -> None:
             _fail(str(e))
         except ImportError as e:
             _fail(f"--to {to}: {e} (install it: pip install {to})")
+        except OSError as e:  # the default location beside the run, or a disk that filled up
+            _fail(f"--out: {e.filename or out}: cannot write there ({e.strerror or e})")
         for problem in result.problems:
             say(f"warning: skipped {problem}")
         say(f"{result.steps} steps -> {result.location}")

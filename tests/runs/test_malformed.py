@@ -141,3 +141,20 @@ def test_extra_columns_from_a_newer_writer_are_ignored(run):
     t = pq.read_table(path)
     pq.write_table(t.append_column("future_field", pa.array([1] * t.num_rows)), path)
     assert list(RunReader(run).outliers(3).columns) == t.column_names
+
+
+def test_json_nesting_is_bounded_before_parsing(tmp_path):
+    """Issue 29: a manifest of 100,000 nested arrays ended in a bare RecursionError. The reader counts the depth
+    first: MAX_DEPTH levels parse, one more is refused naming the file; brackets inside strings do not count."""
+    from dhpo_suite.runs.format import RunFormatError
+    from dhpo_suite.runs.json_text import MAX_DEPTH, loads_bounded
+
+    ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads_bounded(ok, "f.json") == eval(ok)  # noqa: S307 - a literal of brackets only
+    with pytest.raises(RunFormatError, match=r"f.json: nested 65 levels deep; at most 64"):
+        loads_bounded("[" + ok + "]", "f.json")
+    assert loads_bounded('{"a": "[[[[' + "[" * 100 + '\\" {"}', "f.json") == {"a": "[[[[" + "[" * 100 + '" {'}
+    with pytest.raises(RunFormatError, match="nested 100000 levels"):
+        loads_bounded("[" * 100_000 + "]" * 100_000, "f.json")
+    with pytest.raises(RunFormatError, match="malformed JSON at line 1, column 2"):
+        loads_bounded("{", "f.json")
