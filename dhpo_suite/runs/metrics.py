@@ -46,7 +46,11 @@ _BASE = {
     "w/mean": "mean mixing weight w (DHPO)",
     "w/p10": "10th percentile of w (500-bin histogram)",
     "w/p50": "median of w (500-bin histogram)",
+    "w/p25": "25th percentile of w (500-bin histogram)",
+    "w/p75": "75th percentile of w (500-bin histogram)",
     "w/p90": "90th percentile of w (500-bin histogram)",
+    "clip/kept_share": "mean over valid tokens of κ, the share of a token's policy gradient its objective's clip kept "
+                       "(1 unclipped; GRPO 0 or 1; DHPO branch clipping fractional; telemetry/kept.py)",
     "grad_norm": "gradient norm before clipping, as passed by the backend",
     "lr": "learning rate, as passed by the backend",
 }
@@ -58,6 +62,8 @@ _PER_BRANCH = {
     "clip/{b}/binding_low": "fraction of valid tokens where the low clip of {b} removes the gradient (A<0 side)",
     "clip/{b}/binding_high": "fraction of valid tokens where the high clip of {b} removes the gradient (A>0 side)",
     "clip/{b}/binding": "binding_low + binding_high of branch {b}",
+    "clip/{b}/binding_kept": "mean κ (clip/kept_share) over the tokens where the clip of {b} binds: what a "
+                             "'binding' token of {b} still keeps (GRPO 0; DHPO branch clipping > 0)",
 }
 
 METRICS: dict[str, str] = dict(_BASE)

@@ -47,6 +47,32 @@ def _with_flags(br: Mapping, m: np.ndarray) -> dict:
             "binding_high": none if br.get("clip_high") is None else m & br["clip_high"]}
 
 
+def _kept(branches: Mapping[str, Mapping], w: np.ndarray | None) -> np.ndarray:
+    """κ per token, written from docs/run-format.md's definition of clip/kept_share (one pass per case)."""
+    def clips(br):
+        return br.get("clip_low") is not None or br.get("clip_high") is not None
+
+    def acts(br):
+        z = np.zeros(np.shape(br["ratio"]), dtype=bool)
+        return (z if br.get("clip_low") is None else br["clip_low"]) | (z if br.get("clip_high") is None
+                                                                         else br["clip_high"])
+
+    if "mixed" in branches and w is not None:
+        mix, tok, seq = branches["mixed"], branches["token"], branches["sequence"]
+        if not clips(tok):  # unified: the clipped mix has no gradient
+            return np.where(acts(mix), 0.0, 1.0)
+        r, s, wd = (np.asarray(x, dtype=np.float64) for x in (tok["ratio"], seq["ratio"], w))
+        r_in = (r >= tok["low"]) & (r <= tok["high"])
+        s_in = (s >= seq["low"]) & (s <= seq["high"])
+        frac = (wd * r * r_in + (1 - wd) * s * s_in) / np.asarray(mix["ratio"], dtype=np.float64)
+        return np.where(acts(mix), frac, 1.0)
+    gone = np.zeros(np.shape(next(iter(branches.values()))["ratio"]), dtype=bool)
+    for br in branches.values():
+        if clips(br):
+            gone |= acts(br)
+    return np.where(gone, 0.0, 1.0)
+
+
 def _bins(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Bin [e_i, e_i+1) of each value; out-of-range values land in the end bins."""
     return np.searchsorted(edges[1:-1], np.asarray(x, dtype=np.float64), side="right")
@@ -83,8 +109,11 @@ def add_update_numpy(
     for b, br in branches.items():
         st.set_bounds(b, br["low"], br["high"])
     branches = {b: _with_flags(br, m) for b, br in branches.items()}
-    _token_metrics(st, m, log_ratio, loss_mat, token_metrics or {})
+    kept = _kept(branches, w)
+    _token_metrics(st, m, log_ratio, loss_mat, {"clip/kept_share": kept, **(token_metrics or {})})
     _token_stats(st, m, advantages, branches, entropy, w, nonfinite)
+    for b, br in branches.items():  # κ summed over the tokens where branch b's clip binds
+        st.add_sum(f"kept/{b}", float(kept[br["binding_low"] | br["binding_high"]].sum()))
     _histograms(st, m, advantages, branches, entropy, w)
     rids = np.asarray(response_ids, dtype=np.int64)
     if st.spec.top_k:

@@ -202,6 +202,8 @@ class TelemetryAccumulator:
             for side in ("outside_low", "outside_high", "binding_low", "binding_high"):
                 # Clip flags are False on masked tokens (clip_flags): no gather needed.
                 self._add("c", f"clip/{b}/{side}", getattr(flags[b], side).count_nonzero())
+            binding = v(flags[b].binding_low | flags[b].binding_high)
+            self._add("s", f"kept/{b}", (tokens.kept * binding).sum())  # over binding tokens: clip/{b}/binding_kept
         if out.entropy is not None:
             self._add("c", "entropy_tokens", mask.count_nonzero())
             ent = v(out.entropy)

@@ -20,6 +20,7 @@ import torch
 
 from dhpo_suite.runs.metrics import METRICS
 from dhpo_suite.train.objectives.output import ObjectiveOutput
+from dhpo_suite.train.telemetry.kept import kept_share
 
 __all__ = ["TOKEN_METRICS", "RESPONSE_METRICS", "Tokens", "token_metric", "response_metric"]
 
@@ -74,6 +75,11 @@ class Tokens:
     def advantages(self) -> torch.Tensor:
         return self._take(self._out.advantages)
 
+    @cached_property
+    def kept(self) -> torch.Tensor:
+        """κ: the share of each token's gradient the objective's clip kept (kept.py)."""
+        return self._take(kept_share(self._out))
+
 
 # ---- token metrics ----
 
@@ -90,6 +96,11 @@ def kl_k1(t: Tokens) -> torch.Tensor:
 @token_metric("kl/k3")
 def kl_k3(t: Tokens) -> torch.Tensor:
     return torch.expm1(t.log_ratio) - t.log_ratio
+
+
+@token_metric("clip/kept_share")
+def clip_kept_share(t: Tokens) -> torch.Tensor:
+    return t.kept
 
 
 # ---- response metrics ----

@@ -60,6 +60,9 @@ def build_scalars(st: "MergedState") -> dict[str, float]:
             for k in ("outside_low", "outside_high", "binding_low", "binding_high"):
                 out[f"clip/{b}/{k}"] = _div(c.get(f"clip/{b}/{k}", 0), n)
             out[f"clip/{b}/binding"] = out[f"clip/{b}/binding_low"] + out[f"clip/{b}/binding_high"]
+            binding = c.get(f"clip/{b}/binding_low", 0) + c.get(f"clip/{b}/binding_high", 0)
+            if binding:  # absent when no token binds (nothing to say what it kept)
+                out[f"clip/{b}/binding_kept"] = s.get(f"kept/{b}", 0.0) / binding
     if c.get("entropy_tokens", 0):
         out.update(_entropy(st))
     if c.get("w_tokens", 0):
@@ -99,7 +102,7 @@ def _weight(st: "MergedState") -> dict[str, float]:
     n = st.counts["w_tokens"]
     edges, _ = st.edges("w")
     out = {"w/mean": st.sums.get("w", 0.0) / n}
-    for q in (10, 50, 90):
+    for q in (10, 25, 50, 75, 90):
         out[f"w/p{q}"] = hist_quantile(edges, st.hists["w"], q / 100)
     return out
 
