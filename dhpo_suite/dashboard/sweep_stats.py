@@ -1,11 +1,16 @@
-"""The Sweep page's numbers: `dhpo_suite.science.compare` (the statistics of `dhpo-suite compare`) behind
-st.cache_data, keyed by the runs directory's version, and its curve bands computed only at the steps drawn.
+"""The Sweep page's numbers: the selected runs grouped by every setting that differs (groups.py), and the
+statistics of `dhpo-suite compare` (`dhpo_suite.science.compare`: per-run metrics, per-group intervals,
+paired differences, curve bands) imported, never re-derived, behind st.cache_data keyed by the runs' versions.
 
-A bootstrap interval costs ~1 ms (10,000 resamples), and a curve band needs one per step and algorithm: 1.7 s
-per metric for two algorithms × three seeds × 1000 steps. So every statistic is computed once per version of
-the sweep (a run added, ended or a step committed) and reused by every rerun of the page (a baseline or
-algorithm picked, a live refresh), and a band is bootstrapped at the steps its curve draws: those of the
-mean's min/max thinning (figures.curves.minmax_positions), where each value is exactly compare's.
+Curves are averaged on a common step grid: a group's curve has a point only at the steps where every run of
+the group logged the metric (its n is the group's size there), so different runs never contribute at adjacent
+steps (a mean that zigzags between subsets of seeds). The held-out reward keeps step 0 (before training).
+
+A bootstrap interval costs ~1 ms (10,000 resamples) and a band needs one per step and group: 1.7 s per metric
+for two groups × three seeds × 1000 steps. So every statistic is computed once per version of the selection
+(a run added, ended or a step committed) and reused by every rerun of the page, and a band is bootstrapped
+only at the steps its curve draws: the min/max thinning of the mean on the grid (figures.curves.minmax_positions),
+where each value is exactly compare's.
 """
 
 from __future__ import annotations
@@ -14,59 +19,97 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dhpo_suite.dashboard import data
+from dhpo_suite.dashboard import data, groups
 from dhpo_suite.dashboard.figures.curves import minmax_positions
+from dhpo_suite.runs import RunFormatError, RunReader
 from dhpo_suite.science import compare as cmp
 
-__all__ = ["sweep_version", "sweep", "summary", "differences", "bands", "BAND_POINTS"]
+__all__ = ["selection_version", "sweep", "summary", "differences", "bands", "common_grid", "BAND_POINTS", "CURVES"]
 
 BAND_POINTS = 150
-"""Most steps per algorithm at which a band is bootstrapped and drawn."""
+"""Most steps per group at which a band is bootstrapped and drawn."""
+CURVES = {cmp.HELDOUT: "Held-out reward", "entropy/mean": "Token entropy (nats)",
+          "length/mean": "Response length (tokens)", "reward/mean": "Training reward"}
 _TTL = 3600
 
 
-def sweep_version(table: pd.DataFrame) -> tuple:
-    """Changes when a run is added, ends, or commits a step (`table`: data.runs_table of the directory)."""
-    return tuple((str(p), data.run_version(str(p))) for p in table["path"])
+def selection_version(table: pd.DataFrame, runs: list[str]) -> tuple:
+    """((run, path, run_version), ...) of `runs` (keys of data.runs_table): changes when one of them commits a
+    step or ends, and with the selection itself."""
+    return tuple((r, str(table.at[r, "path"]), data.run_version(str(table.at[r, "path"]))) for r in runs)
 
 
-@st.cache_data(max_entries=8, ttl=_TTL, show_spinner="Reading the sweep…")
-def sweep(root: str, version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """compare.load_sweep(root): (per-run metrics, the runs' curves stacked, problems)."""
-    return cmp.load_sweep(root)
+@st.cache_data(max_entries=8, ttl=_TTL, show_spinner="Reading the runs…")
+def sweep(version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, list[str], pd.DataFrame]:
+    """(metrics: one row per run with its group label, seed and compare's per-run metrics; scalars: the runs'
+    curves stacked with label, seed and run; problems; settings: one row per run, the differing settings)."""
+    rows, frames, problems, settings, base = [], {}, [], {}, {}
+    for run, path, v in version:
+        try:
+            reader = RunReader(path)
+        except RunFormatError as e:
+            problems.append(str(e))
+            continue
+        frame, probs = data.scalars(path, v)
+        problems += probs
+        if frame.empty:
+            continue
+        settings[run], base[run] = groups.run_settings(reader.manifest.to_dict()), cmp.run_label(reader)
+        rows.append({"seed": reader.manifest.seed, "run": run, "status": reader.manifest.status,
+                     "steps": int(frame["step"].max()), **cmp.run_metrics(frame)})
+        keep = [c for c in ("step", *CURVES, cmp.HELDOUT_INITIAL) if c in frame]
+        frames[run] = frame[keep].assign(seed=reader.manifest.seed, run=run)
+    labels = groups.group_labels(settings, base)
+    metrics = pd.DataFrame(rows, columns=["seed", "run", "status", "steps", *cmp.METRIC_DOCS, "collapsed"])
+    metrics.insert(0, "label", metrics["run"].map(labels))
+    parts = [f.assign(label=labels[r]) for r, f in frames.items()]
+    scalars = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["step", "label", "seed", "run"])
+    keys = groups.differing(settings)
+    table = pd.DataFrame([{"run": r, "group": labels[r], "seed": metrics.set_index("run").at[r, "seed"],
+                           **{k: settings[r].get(k, "—") for k in keys}} for r in settings])
+    return metrics.sort_values(["label", "seed"], ignore_index=True), scalars, problems, table
 
 
 @st.cache_data(max_entries=8, ttl=_TTL, show_spinner="Bootstrapping the intervals…")
-def summary(root: str, version: tuple) -> pd.DataFrame:
-    """compare.summarize of the sweep: per algorithm, per metric, the mean and its 95 % interval."""
-    return cmp.summarize(sweep(root, version)[0])
+def summary(version: tuple) -> pd.DataFrame:
+    """compare.summarize over the groups: per group, per metric, the mean and its 95 % interval, and n."""
+    return cmp.summarize(sweep(version)[0])
 
 
 @st.cache_data(max_entries=32, ttl=_TTL, show_spinner="Bootstrapping the differences…")
-def differences(root: str, version: tuple, baseline: str) -> pd.DataFrame:
-    """compare.paired_differences of the sweep against `baseline`."""
-    return cmp.paired_differences(sweep(root, version)[0], baseline)
+def differences(version: tuple, baseline: str) -> pd.DataFrame:
+    """compare.paired_differences of every group against the group `baseline`, over shared seeds."""
+    return cmp.paired_differences(sweep(version)[0], baseline)
 
 
-def drawn_steps(scalars: pd.DataFrame, metric: str, n: int = BAND_POINTS) -> np.ndarray:
-    """The steps at which one algorithm's curve of `metric` is drawn: all when there are at most n, else the
-    first, the last and the min/max of the across-seed mean in each of n/2 buckets (spikes kept)."""
-    per_seed = scalars.dropna(subset=[metric]).groupby(["step", "seed"])[metric].last()
-    mean = per_seed.groupby(level="step").mean()
+def common_grid(mine: pd.DataFrame, metric: str) -> np.ndarray:
+    """The steps at which every run of one group logged `metric` (sorted)."""
+    wide = mine.pivot_table(index="step", columns="run", values=metric, aggfunc="last")
+    wide = wide.reindex(columns=mine["run"].unique())
+    return wide.index.to_numpy()[wide.notna().all(axis=1).to_numpy()]
+
+
+def drawn_steps(mine: pd.DataFrame, metric: str, grid: np.ndarray, n: int = BAND_POINTS) -> np.ndarray:
+    """The grid steps at which one group's curve is drawn: all when there are at most n, else the first, the
+    last and the min/max of the mean across runs in each of n/2 buckets (spikes kept)."""
+    on_grid = mine[mine["step"].isin(grid)]
+    mean = on_grid.groupby("step")[metric].mean()
     return mean.index.to_numpy()[minmax_positions(mean.to_numpy(), n)]
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner="Bootstrapping the bands…")
-def bands(root: str, version: tuple, metric: str, label: str, n: int = BAND_POINTS) -> pd.DataFrame:
-    """compare.curve_bands of one algorithm's `metric` at its drawn steps (the held-out reward keeps its
-    step 0, the value before training)."""
-    scalars = sweep(root, version)[1]
+def bands(version: tuple, metric: str, label: str, n: int = BAND_POINTS) -> pd.DataFrame:
+    """compare.curve_bands of one group's `metric` at its drawn steps of the common grid (columns label, step,
+    mean, lo, hi, n); the held-out reward keeps its step 0, the value before training."""
+    scalars = sweep(version)[1]
     mine = scalars[scalars["label"] == label]
-    if mine.empty or metric not in mine:
-        return pd.DataFrame(columns=["label", "step", "mean", "lo", "hi", "n"])
-    steps = drawn_steps(mine, metric, n)
-    keep = mine["step"].isin(steps)
-    if cmp.HELDOUT_INITIAL in mine:  # the rows that carry the pre-training value feed compare's step 0
-        keep |= mine[cmp.HELDOUT_INITIAL].notna()
-    out = cmp.curve_bands(mine[keep], metric)
-    return out[out["step"].isin(steps) | (out["step"] == 0)].reset_index(drop=True)
+    empty = pd.DataFrame(columns=["label", "step", "mean", "lo", "hi", "n"])
+    if mine.empty or metric not in mine or mine[metric].isna().all():
+        return empty
+    steps = drawn_steps(mine, metric, common_grid(mine, metric), n)
+    # Every run is its own column of compare's per-step pivot (two runs of one seed are still two runs);
+    # values off the drawn grid are blanked, and the rows that carry the pre-training value are kept.
+    sub = mine.assign(seed=mine["run"])
+    sub.loc[~sub["step"].isin(steps), metric] = np.nan
+    out = cmp.curve_bands(sub, metric)
+    return out[out["step"].isin(steps) | ((out["step"] == 0) & (metric == cmp.HELDOUT))].reset_index(drop=True)

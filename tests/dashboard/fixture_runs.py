@@ -143,3 +143,32 @@ def write_run(path: Path, steps: int = 30, algo: str = "dhpo-e", collapse_at: in
     if close:
         w.close(close)
     return path
+
+
+def write_lr_sweep(root: Path, steps: int = 40, seeds: int = 3) -> dict[str, list[Path]]:
+    """Two sweeps side by side that differ only in lr: root/lr-small (lr 1e-4) and root/lr-large (lr 2e-3),
+    each GRPO and DHPO-E × `seeds` seeds, like a researcher's grid plus a high-lr one. Held-out reward every 10
+    steps (0.2 + 0.05·seed + ..., higher for DHPO-E), entropy falling 4x faster at the large lr. The large-lr
+    runs log the held-out reward at steps offset by 5, so a mean over both would zigzag between them."""
+    out: dict[str, list[Path]] = {}
+    for folder, lr, offset in (("lr-small", 1e-4, 0), ("lr-large", 2e-3, 5)):
+        for algo in ("grpo", "dhpo-e"):
+            for seed in range(seeds):
+                path = root / folder / f"{algo}-s{seed}"
+                hp = {"eps_low": 0.2, "eps_high": 0.28, "lr": lr, "group_size": 8}
+                config = {"seed": seed, "out": str(path), "threads": 1, "steps": steps, "lr": lr}
+                w = RunWriter(path, Manifest(algorithm=algo, hparams=hp, model="tiny", task="arithmetic",
+                                             backend="embedded", seed=seed, config=config), fsync=False)
+                gain = 0.05 if algo == "dhpo-e" else 0.0
+                decay = 0.01 if lr < 1e-3 else 0.04
+                for step in range(1, steps + 1):
+                    s = {"entropy/mean": 0.8 * (1 - decay) ** step + 0.01 * seed,
+                         "length/mean": 100.0 - step * (10 * decay) + seed, "reward/mean": 0.3 + step / 200}
+                    if step == 1:
+                        s["eval/heldout_reward_initial"] = 0.1
+                    if (step + offset) % 10 == 0:
+                        s["eval/heldout_reward"] = 0.2 + 0.05 * seed + gain + step / 400 + (0.1 if offset else 0)
+                    w.write_step(StepRecord(step, s))
+                w.close()
+                out.setdefault(folder, []).append(path)
+    return out

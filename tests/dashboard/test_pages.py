@@ -183,7 +183,7 @@ def test_page_opens_damaged_runs_and_says_what_is_missing(page, damaged_root, mo
         "outliers.py": ["step-000003.parquet: unreadable Parquet"],
         "rollouts.py": [],
         "evaluation.py": ["step-000003/summary.json", "torn last line"],
-        "sweep.py": ["empty: no committed steps yet", "manifest.json: malformed JSON at line 2"],
+        "sweep.py": ["empty/scalars: no committed steps yet", "manifest.json: malformed JSON at line 2"],
     }[page.file]
     for snippet in expected:
         assert snippet in said, f"{page.file} does not say {snippet!r}:\n{said}"

@@ -28,6 +28,7 @@ def test_sweep_page_is_registered():
 
 def test_sweep_page_shows_intervals_differences_and_bands(sweep_root, monkeypatch):
     at = open_page(monkeypatch, sweep_root, "sweep.py")
+    at.button(key="sweep_all").click().run()  # the page compares the runs picked in the sidebar: all six
     no_errors(at)
     summary = at.dataframe[0].value
     assert list(summary.index) == ["dhpo-e-branch", "grpo"]

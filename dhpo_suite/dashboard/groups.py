@@ -1,0 +1,73 @@
+"""Which runs may be averaged together: groups of runs whose settings are equal in everything but the seed.
+
+A comparison across seeds is only a comparison of algorithms when nothing else differs. So the group of a run
+is keyed by every setting that differs between the runs compared (algorithm, clip mode, lr, ε, model, task,
+group size, ..., from the manifest's hparams and resolved config), not by the algorithm name: an lr 2e-3 GRPO
+run is never averaged with lr 1e-4 GRPO seeds. Two runs in one group differ only in their seed (and in
+settings that do not change what is trained: output folder, threads, logging cadence, device).
+
+A group's label starts with `dhpo-suite compare`'s own label of its runs (`science.compare.run_label`:
+the algorithm, plus the clip mode for DHPO), so a sweep that varies only those reads exactly as in
+`compare`; every other differing setting is appended (`grpo · lr=0.002`). Pure functions, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels"]
+
+NOT_SETTINGS = frozenset({
+    "seed", "out", "resume", "name", "device", "threads", "grader_workers", "logger", "checkpoint_every",
+    "eval_every", "micro_batch", "chunk_tokens", "algo", "hparams", "backend", "model", "task",
+})
+"""Config keys that are not compared: the seed (what a group spans), where and how fast a run was computed
+(same numbers), logging cadence, and keys the manifest already holds at top level (algo, hparams, ...)."""
+
+
+def _text(value: Any) -> str:
+    """A setting as compared and shown: floats in short form (2e-3 → 0.002), containers as sorted JSON."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def run_settings(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """Every setting of a run (a manifest as a dict): algorithm, model, task, backend, the objective and
+    optimiser hparams, and the resolved config's other keys (hparams win where both name a key; config
+    values that are None are unresolved defaults the hparams already carry)."""
+    out = {"algorithm": str(manifest.get("algorithm", "")), "model": _text(manifest.get("model", "")),
+           "task": _text(manifest.get("task", "")), "backend": _text(manifest.get("backend", ""))}
+    hparams = manifest.get("hparams") or {}
+    out.update({k: _text(v) for k, v in hparams.items()})
+    for k, v in (manifest.get("config") or {}).items():
+        if k not in NOT_SETTINGS and k not in hparams and v is not None:
+            out[k] = _text(v)
+    return out
+
+
+def differing(settings: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The settings whose value is not the same for every run (a key missing from a run counts as "—"),
+    algorithm first, then in name order."""
+    keys = sorted({k for s in settings.values() for k in s})
+    diff = [k for k in keys if len({s.get(k, "—") for s in settings.values()}) > 1]
+    return sorted(diff, key=lambda k: (k != "algorithm", k))
+
+
+def group_labels(settings: Mapping[str, Mapping[str, str]], base: Mapping[str, str]) -> dict[str, str]:
+    """{run: group label}: `base[run]` (compare's label: algorithm and DHPO clip mode) followed by every other
+    setting that differs, e.g. "grpo · lr=0.002": those every run has and that differ across all runs (lr,
+    model, ...) and those that differ among the runs of the same base label (a setting only DHPO has, between
+    two DHPO runs). Runs with the same label have the same settings except the seed."""
+    shared = set.intersection(*(set(s) for s in settings.values())) if settings else set()
+    everywhere = {k for k in differing(settings) if k in shared}
+    labels = {}
+    for b in sorted(set(base.values())):
+        mine = {r: s for r, s in settings.items() if base[r] == b}
+        extra = sorted((everywhere | set(differing(mine))) - {"algorithm", "clip"})
+        for run, s in mine.items():
+            labels[run] = " · ".join([b, *(f"{k}={s.get(k, '—')}" for k in extra)])
+    return labels

@@ -1,0 +1,66 @@
+"""Which runs the Sweep page averages together (dashboard/groups.py): runs are grouped by every setting that
+differs between them, read from manifests as the embedded trainer writes them (TrainConfig.to_dict() as the
+config, the objective's hparams plus lr and group size), never by the algorithm name alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dhpo_suite.dashboard.groups import differing, group_labels, run_settings
+from dhpo_suite.train.embedded.config import TrainConfig
+
+
+def manifest(algo: str = "grpo", seed: int = 0, **changes) -> dict:
+    """A manifest as the embedded trainer writes it (run_setup.py): hparams and the resolved config."""
+    cfg = dataclasses.replace(TrainConfig(algo=algo, seed=seed, out=f"runs/{algo}-s{seed}"), **changes)
+    hparams = {"eps_low": 0.2, "eps_high": 0.28, "lr": cfg.lr, "group_size": cfg.group_size, "precision": "fp32"}
+    if algo.startswith("dhpo"):
+        hparams |= {"clip": cfg.clip or "branch", "mixing": "entropy"}
+    return {"algorithm": algo, "hparams": hparams, "model": "tiny", "task": cfg.task, "backend": "embedded",
+            "seed": seed, "config": cfg.to_dict()}
+
+
+def labels(manifests: dict[str, dict]) -> dict[str, str]:
+    settings = {r: run_settings(m) for r, m in manifests.items()}
+    base = {r: m["algorithm"] + (f"-{m['hparams']['clip']}" if "clip" in m["hparams"] else "")
+            for r, m in manifests.items()}  # compare.run_label's rule
+    return group_labels(settings, base)
+
+
+def test_seeds_output_folders_threads_and_devices_do_not_split_a_group():
+    runs = {f"grpo-s{s}": manifest(seed=s, threads=1 + s, device=["cpu", "auto", "cuda"][s], eval_every=5 + s)
+            for s in range(3)}
+    assert differing({r: run_settings(m) for r, m in runs.items()}) == []
+    assert set(labels(runs).values()) == {"grpo"}
+
+
+def test_the_issue_30_case_an_lr_2e3_grpo_run_is_not_averaged_with_the_lr_1e4_seeds():
+    runs = {f"grpo-s{s}": manifest(seed=s) for s in range(3)}
+    runs |= {f"dhpo-e-s{s}": manifest("dhpo-e", seed=s) for s in range(3)}
+    runs["grpo-lr2e-3"] = manifest(seed=0, lr=2e-3)
+    got = labels(runs)
+    assert got["grpo-lr2e-3"] == "grpo · lr=0.002"
+    assert {got[f"grpo-s{s}"] for s in range(3)} == {"grpo · lr=0.0001"}
+    assert {got[f"dhpo-e-s{s}"] for s in range(3)} == {"dhpo-e-branch · lr=0.0001"}
+
+
+def test_a_setting_only_one_algorithm_has_splits_only_that_algorithm():
+    avg = manifest("dhpo-e")
+    avg["hparams"]["mixing"] = "avg"
+    runs = {"grpo": manifest(), "dhpo-e-a": manifest("dhpo-e"), "dhpo-e-b": manifest("dhpo-e", clip="unified"),
+            "dhpo-e-c": avg}
+    got = labels(runs)
+    assert got["grpo"] == "grpo"  # no "mixing=—" on a GRPO run: GRPO has no mixing weight
+    assert got["dhpo-e-a"] == "dhpo-e-branch · mixing=entropy"
+    assert got["dhpo-e-b"] == "dhpo-e-unified"  # its own group already
+    assert got["dhpo-e-c"] == "dhpo-e-branch · mixing=avg"
+    runs["dhpo-e-c"] = manifest("dhpo-e", temperature=0.7)  # a setting every run has is named on every run
+    assert labels(runs)["grpo"] == "grpo · temperature=1"
+
+
+def test_every_setting_that_differs_is_named_model_task_and_steps_too():
+    runs = {"a": manifest(), "b": manifest(steps=100), "c": manifest(task="word-problems")}
+    runs["d"] = {**manifest(), "model": "smollm2-135m"}
+    got = labels(runs)
+    assert got["a"] == "grpo · model=tiny · steps=30 · task=arithmetic"
+    assert len(set(got.values())) == 4
