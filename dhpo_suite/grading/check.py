@@ -95,6 +95,8 @@ def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
         return False, "gold is empty after normalisation"
     if not pred:
         return False, "extracted answer is empty after normalisation"
+    if has_percent(pred_raw) and not has_percent(gold_raw) and not _plain_number(gold):
+        return _percent_of_quantity(pred, gold, pred_raw, gold_raw)
     if pred == gold:
         return True, f"identical after normalisation: {pred!r}"
     if _is_word_gold(gold_raw, gold):
@@ -107,6 +109,24 @@ def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
     if gold_val and pred_val:  # numeric expressions, evaluated exactly (`\\frac12+\\frac13`, `4\\frac49`)
         return _numbers(gold_val, pred_val, gold_raw, pred_raw)
     return _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw)
+
+
+def _plain_number(gold: str) -> bool:
+    """A gold written as a plain integer or decimal (`20`, `12.5`): how the golds of "what percent"
+    questions are written, so `20\\%` answers it at face value."""
+    return bool(re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", gold))
+
+
+def _percent_of_quantity(pred: str, gold: str, pred_raw: str, gold_raw: str) -> tuple[bool, str]:
+    """A percentage answering a gold that is no plain number (`4 4/9\\%` for 40/9): only its
+    hundredth may match; the percent sign is not presentation there."""
+    gold_val, pred_val = parse_number(gold) or _exact(gold), parse_number(pred) or _exact(pred)
+    if gold_val and pred_val:
+        hundredth = Num(pred_val.value / 100, pred_val.ulp and pred_val.ulp / 100, pred_val.sig, pred + "%")
+        correct, _ = numbers_match(gold_val, hundredth)
+        verb = "equals" if correct else "is not"
+        return correct, f"the percentage {pred_raw!r} ({pred}/100) {verb} gold {gold_raw!r}"
+    return False, f"a percentage {pred_raw!r} does not answer gold {gold_raw!r}, which is no percentage"
 
 
 def _exact(text: str) -> Num | None:

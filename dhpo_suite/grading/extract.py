@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from dhpo_suite.grading.fallback import committed_sentence, looks_cut
+
 __all__ = ["SOURCES", "extract_answer", "extract_final", "final_box_group", "final_boxes", "last_boxed"]
 
 SOURCES = ("boxed", "marker", "fallback")
@@ -30,7 +32,8 @@ _PHRASE_RE = re.compile(
     r"|^\s*answer\s*(?=\$|\\\[|\\\()|####)\s*:?",
     re.IGNORECASE | re.MULTILINE,
 )
-_NEXT_PROBLEM_RE = re.compile(r"\n\s*(?:#+\s*|\*\*)?(?:Problem|Question)(?:\s*\d+)?\s*\**\s*:", re.IGNORECASE)
+_NEXT_PROBLEM_RE = re.compile(  # `Problem:`, `**Problem 2:**`, `Subproblem 1:`, `## Question 3:`, `Exercise:`
+    r"\n\s*(?:#+\s*|\*\*)?(?:Sub-?problem|Problem|Question|Exercise)(?:\s*\d+)?\s*\**\s*[:.]", re.IGNORECASE)
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
 _OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*\d")
 _LIST_GLUE_RE = re.compile(r"\s*(?:,|and|or|,\s*and|,\s*or)?\s*", re.IGNORECASE)
@@ -41,21 +44,26 @@ _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
 _STANDALONE_RE = re.compile(  # a number not glued to a word, a fraction bar, an exponent, a subscript or a list
     r"(?<![\w.,^_{}\\/$-])-?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d|,\s*[-+]?\d)"
 )
-_INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign, not a delimiter
-    r"(?<!\\)\$\$?((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
+_INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign; `$$...$$` pairs before `$...$`
+    r"(?<!\\)\$\$((?:\\.|[^$\\])+)\$\$|(?<!\\)\$((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
 )
 _NUMBER_RE = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _PHRASE_TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
 _MAX_BOX_CANDIDATES = 50  # bounds work on adversarial text made of thousands of unclosed boxes
 
 
-def extract_answer(text: str | None) -> str | None:
+def extract_answer(text: str | None, truncated: bool = False) -> str | None:
     """The final answer in `text`, or None. See the module docstring for the order of rules."""
-    return extract_final(text)[0]
+    return extract_final(text, truncated)[0]
 
 
-def extract_final(text: str | None) -> tuple[str | None, str | None]:
-    """(answer, answer_source) with answer_source in SOURCES; (None, None) when nothing is stated."""
+def extract_final(text: str | None, truncated: bool = False,
+                  problem: str | None = None) -> tuple[str | None, str | None]:
+    """(answer, answer_source) with answer_source in SOURCES; (None, None) when nothing is stated.
+
+    `truncated`: the response was stopped at the token budget; only a box or an answer line written
+    before the cut counts (never the fallback). `problem`: the problem text, when known; a response
+    that ends by restating it gets no fallback answer."""
     if not text:
         return None, None
     text = _before_next_problem(text)
@@ -65,10 +73,13 @@ def extract_final(text: str | None) -> tuple[str | None, str | None]:
         _, end, content = boxes[-1]
         if phrase is not None and phrase[1] > end and phrase[2]:
             return phrase[0], "marker"  # a value stated after the last box: that box was intermediate
-        return (content.strip() or None), ("boxed" if content.strip() else None)
+        return content.strip(), "boxed"
     if phrase is not None:
         return phrase[0], "marker"
-    answer = _fallback(text[-20000:])
+    if truncated or looks_cut(text):
+        return None, None
+    sentence = committed_sentence(text, problem)
+    answer = _fallback(sentence) if sentence else None
     return (answer, "fallback") if answer else (None, None)
 
 
@@ -111,6 +122,8 @@ def _final_boxes(text: str) -> list[tuple[int, int, str]]:
             if end is None:
                 continue  # unclosed (truncated) box: try the one before it
             content = text[pos + 1 : end]
+            if not content.strip():
+                continue  # an empty box states nothing: the complete box before it is the answer
         else:
             token = re.match(r"[^\s$]+", text[pos : pos + 200])
             if not token:
@@ -190,10 +203,16 @@ def _after_connective(line: str) -> str:
     if not cuts:
         return line
     first = _INLINE_MATH_RE.search(line)
-    if first and first.start() < cuts[-1] and not _NAME_RE.fullmatch(_math_content(first)):
+    if first and first.start() < cuts[-1] and not _is_name(_math_content(first)):
         return line  # `$5$, which is less than 7`: the value came first
     tail = line[cuts[-1]:]
     return tail if re.search(r"\d|\$|\\\(", tail) else line
+
+
+def _is_name(math: str) -> bool:
+    """A quantity's name, not its value: `n`, `x_1`, `f(x)`, `\\omega_{\\text{ss}}`, `v_{\\max}` (no digit
+    outside a subscript)."""
+    return bool(_NAME_RE.fullmatch(math)) or not re.search(r"\d", re.sub(r"_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w", "", math))
 
 
 def _fallback(text: str) -> str | None:
