@@ -32,6 +32,8 @@ class Context:
     selected: list[str]
     refresh: float | None
     """Seconds between live refreshes (None: nothing selected is running, or auto-refresh is off)."""
+    refresh_all: float | None = None
+    """The same for views of every run (the Runs table): None when no run of the directory is running."""
 
     def path(self, run: str) -> str:
         return str(self.table.at[run, "path"])
@@ -67,7 +69,10 @@ def set_url(**params) -> None:
 
 
 def _runs_signature(root: str) -> tuple:
-    """The runs under `root` with their status: a change (a new run, a run that ended) redraws the whole page."""
+    """The runs under `root` with their status: a change (a new run, a run that ended) redraws the whole page.
+    A directory that does not exist (yet) has no runs."""
+    if not Path(root).is_dir():
+        return ()
     return tuple((str(s.path), None if s.manifest is None else s.manifest.status) for s in data.list_runs(root))
 
 
@@ -86,10 +91,12 @@ def context() -> Context:
     root = os.environ.get(RUNS_DIR_ENV, "runs")
     if not Path(root).is_dir():
         st.error(f"Runs directory {root} does not exist.")
+        _watch(root, ())  # created later with runs in it: they appear without a reload
         st.stop()
     table = data.runs_table(root)
     if table.empty:
-        st.info(f"No runs under {root} yet (a run is a folder with manifest.json).")
+        st.info(f"No runs under {root} yet (a run is a folder with manifest.json); they appear here as they start.")
+        _watch(root, ())
         st.stop()
     runs = list(table.index)
     valid = [r for r in runs if table.at[r, "status"] != "invalid"]
@@ -109,13 +116,14 @@ def context() -> Context:
     live = st.sidebar.toggle("Auto-refresh running runs", value=True, key="auto_refresh")
     running = [r for r in selected if table.at[r, "status"] == "running" and not is_stale(table.loc[r])]
     refresh = REFRESH_S if live and running else None
+    anywhere = [r for r in valid if table.at[r, "status"] == "running" and not is_stale(table.loc[r])]
     if running:
         st.sidebar.caption(f"Live: {', '.join(running)} " + (f"(every {REFRESH_S:g} s)" if live else "(paused)"))
     st.sidebar.caption(f"Runs directory: `{root}`")
     if st.session_state.get("auto_refresh", True):
         with st.sidebar:
             _watch(root, _runs_signature(root))
-    return Context(root, table, selected, refresh)
+    return Context(root, table, selected, refresh, REFRESH_S if live and anywhere else None)
 
 
 def is_stale(row: pd.Series) -> bool:

@@ -20,7 +20,7 @@ from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
-__all__ = ["mtime", "run_version", "runs_table", "list_runs", "scalars", "histogram", "histograms", "outliers", "samples",
+__all__ = ["mtime", "run_version", "evals_version", "runs_table", "list_runs", "scalars", "histogram", "histograms", "outliers", "samples",
            "trust_bounds", "edge_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
@@ -42,9 +42,15 @@ def run_version(run_dir: str) -> tuple[int, int]:
     return mtime(Path(run_dir) / "manifest.json"), mtime(Path(run_dir) / "scalars")
 
 
+def evals_version(run_dir: str) -> tuple:
+    """Changes when an evaluation of a checkpoint is written or rewritten (its summary.json): the Runs table's
+    "evals" count is keyed by it, so it follows the "last eval AVG" beside it."""
+    return tuple((step, mtime(Path(folder) / er.SUMMARY)) for step, folder in er.list_checkpoint_evals(run_dir).items())
+
+
 @st.cache_data(max_entries=512, ttl=_TTL, show_spinner=False)
-def _run_facts(run_dir: str, version: tuple[int, int]) -> dict:
-    """Manifest facts and step counts of one run (the Runs table row)."""
+def _run_facts(run_dir: str, version: tuple[int, int], evals: tuple = ()) -> dict:
+    """Manifest facts and step counts of one run (the Runs table row); `evals`: evals_version."""
     try:
         reader = RunReader(run_dir)
     except RunFormatError as e:
@@ -71,7 +77,7 @@ def runs_table(root: str) -> pd.DataFrame:
     rows = {}
     for summary in list_runs(root):
         key = str(summary.path.relative_to(root)) if summary.path != Path(root) else summary.path.name
-        facts = _run_facts(str(summary.path), run_version(str(summary.path)))
+        facts = _run_facts(str(summary.path), run_version(str(summary.path)), evals_version(str(summary.path)))
         if summary.manifest is None:
             facts = {"name": summary.name, "status": "invalid", "problems": [summary.problem]}
         rows[key] = {"path": str(summary.path), **facts}

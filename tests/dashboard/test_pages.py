@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from tests.dashboard.dash_helpers import figure, figures, no_errors, open_page, texts, trace
-from tests.dashboard.fixture_runs import entropy_at, sample_advantage
+from tests.dashboard.fixture_runs import entropy_at, sample_advantage, write_eval, write_run
 
 from dhpo_suite.dashboard.registry import PAGES
+from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
 
 
 def check_runs(at, root):
@@ -148,7 +149,7 @@ def check_evaluation(at, root):
 
 
 def check_sweep(at, root):  # the statistics themselves: tests/science (test_compare.py, test_sweep_page.py)
-    summary = at.dataframe[0].value
+    summary = at.table[0].value
     assert list(summary.index) == ["dhpo-e", "grpo"] and summary["n"].tolist() == [2, 1]
     assert "1 runs not completed" in texts(at) and "live" in texts(at)
     assert [t["name"] for t in figure(at, "Token entropy (nats) across seeds")["data"] if t.get("mode")] == ["dhpo-e", "grpo"]
@@ -256,3 +257,22 @@ def test_an_outlier_row_opens_its_full_response(runs_root, monkeypatch):
     html = [m.value for m in at.markdown if 'class="rollout"' in m.value]
     assert len(html) == 1 and html[0].count("outline:3px solid #ff8c00") == 1
     assert 'title="#4 ' in html[0].split("outline:3px")[0].rsplit("<span", 1)[1]  # the outlined token is #4
+
+
+def test_runs_table_follows_unpicked_running_runs_and_new_evaluations(tmp_path, monkeypatch):
+    """Issue 30: an unpicked running run showed its first step count forever, and "evals" stayed 0 after an
+    evaluation while "last eval AVG" beside it showed the new value."""
+    done = write_run(tmp_path / "done", steps=5, eval_every=0)
+    write_run(tmp_path / "live", steps=2, close=None, eval_every=0)
+    at = open_page(monkeypatch, tmp_path, "runs.py")
+    at.sidebar.multiselect[0].set_value(["done"]).run()
+    table = at.dataframe[0].value
+    assert table.loc["live", "steps"] == 2 and table.loc["done", "evals"] == 0
+    assert "running, refreshed every 5 s: live (2 steps)" in texts(at)
+    w = RunWriter(tmp_path / "live", read_manifest(tmp_path / "live"), resume=True, fsync=False)
+    w.write_step(StepRecord(2, {"entropy/mean": 0.7}))
+    write_eval(done, 4)  # AVG 0.14
+    at.run()
+    table = at.dataframe[0].value
+    assert table.loc["live", "steps"] == 3 and "live (3 steps)" in texts(at)
+    assert table.loc["done", "evals"] == 1 and table.loc["done", "last eval AVG"] == pytest.approx(14.0)

@@ -16,8 +16,7 @@ links = st.columns(len(QUESTIONS))
 for col, (question, page) in zip(links, QUESTIONS):
     col.page_link(str(PAGE_DIR / page), label=question, query_params={"runs": ",".join(ctx.selected)})
 
-FINAL = 10
-"""Final values are the mean of the last FINAL logged steps (one step is noisy)."""
+FINAL = 10  # final values are the mean of the last FINAL logged steps (one step is noisy)
 
 
 def summaries(table: pd.DataFrame) -> pd.DataFrame:
@@ -39,13 +38,16 @@ def summaries(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-@st.fragment(run_every=ctx.refresh)
+@st.fragment(run_every=ctx.refresh_all)  # every running run, picked or not
 def runs_list() -> None:
     table = data.runs_table(ctx.root)
-    st.caption(f"{len(table)} runs under `{ctx.root}` (new runs appear on their own)")
     shown = table.drop(columns=["path", "problems", "error"]).join(summaries(table))
     shown["last_update"] = pd.to_datetime(shown["last_update"], unit="s")
     stale = [r for r in shown.index if shown.at[r, "status"] == "running" and controls.is_stale(table.loc[r])]
+    running = [f"{r} ({table.at[r, 'steps']} steps)" for r in table.index
+               if table.at[r, "status"] == "running" and r not in stale]
+    st.caption(f"{len(table)} runs under `{ctx.root}` (new runs appear on their own)"
+               + (f"; running, refreshed every {controls.REFRESH_S:g} s: {', '.join(running)}" if running else ""))
     shown.loc[stale, "status"] = "running (no step for 10 min: killed?)"
     order = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "status", "steps",
              "final reward", "final entropy", "final length", "last eval AVG", "collapse step", "model", "task",
