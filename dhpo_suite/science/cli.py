@@ -3,6 +3,7 @@ statistics across seeds, dhpo_suite.science.compare)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -28,14 +29,21 @@ def register(app: typer.Typer) -> None:
         seeds: Optional[str] = typer.Option(None, "--seeds", help="Number of seeds N (0..N-1) or a comma list."),
         workers: int = typer.Option(0, "--workers", help="Parallel runs (one torch thread each); 0: one per core."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (one line per finished run)."),
+        prereg: Optional[Path] = typer.Option(None, "--prereg", help="Pre-registration JSON (contrasts, family, "
+                                              "margins, primary metric; docs/sweep.md): copied to OUT/prereg.json "
+                                              "and its sha256 recorded before any run; compare's verdicts come "
+                                              "only from it."),
     ) -> None:
         from dhpo_suite.train import sweep as sw
 
         try:
-            requested = None
-            if algos is not None or seeds is not None or ctx.args or clip is not None:
+            requested, registration = None, None
+            if algos is not None or seeds is not None or ctx.args or clip is not None or prereg is not None:
                 requested = _requested(algos, clip, seeds, list(ctx.args))
-            grid = sw.load_or_create(out, requested)
+                if prereg is not None:
+                    registration = _read_prereg(prereg)
+                    requested = dataclasses.replace(requested, prereg_sha256=_digest(registration))
+            grid = sw.load_or_create(out, requested, registration)
         except sw.SweepError as e:
             _fail(str(e))
         n = workers or sw.default_workers()
@@ -52,43 +60,98 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {name}: {why}", err=True)
         raise typer.Exit(1 if failed else 0)
 
-    @app.command(help="Per algorithm: mean and 95 % bootstrap interval across seeds of final held-out reward, "
-                      "reward AUC, late entropy and length, collapse step, oscillation; paired differences "
-                      "against a baseline over shared seeds.")
+    @app.command(help="Per label: mean and 95 % t-interval across seeds of final held-out reward, reward AUC, "
+                      "late entropy and length, collapse step, residual sd. With a pre-registration (prereg.json, "
+                      "`sweep --prereg`): manipulation checks, then each contrast's paired t-interval, t-test and "
+                      "Holm-adjusted p, exact sign-flip p, TOST, P(improvement), power line and verdict.")
     def compare(
-        root: Path = typer.Argument(..., help="A sweep directory (or any folder of run directories)."),
-        baseline: str = typer.Option("grpo", "--baseline", help="Label the paired differences are taken against."),
+        root: Path = typer.Argument(..., help="A sweep directory (or any folder of run directories), or a kept-data "
+                                              "folder (`--export`)."),
+        baseline: str = typer.Option("grpo", "--baseline", help="Label of the descriptive paired differences "
+                                                                "(without a pre-registration)."),
         late_frac: float = typer.Option(0.25, "--late-frac", help="Fraction of the last steps that is 'late'."),
-        csv: Optional[Path] = typer.Option(None, "--csv", help="Also write the per-run metrics to this CSV file."),
+        csv: Optional[Path] = typer.Option(None, "--csv", help="Also write the per-run (per-seed) metrics to this "
+                                                               "CSV file."),
+        export: Optional[Path] = typer.Option(None, "--export", help="Also write the kept-data folder (runs.csv, "
+                                              "scalars.csv.gz, metrics.csv, sweep/prereg/update-distance files) "
+                                              "here: the few MB a report is regenerated from."),
     ) -> None:
         from rich.console import Console
 
-        from dhpo_suite.runs.out_paths import file_problem
         from dhpo_suite.science import compare as cmp
+        from dhpo_suite.science import kept
+        from dhpo_suite.science.analysis import analyse
+        from dhpo_suite.science.prereg import PreregError
         from dhpo_suite.science.tables import interval_table, runs_note
 
         if not root.is_dir():
             _fail(f"{root}: not a directory")
         if not 0 < late_frac <= 1:
             _fail(f"--late-frac: must lie in (0, 1], got {late_frac}")
-        if csv is not None and (problem := file_problem(csv)):
-            _fail(f"--csv: {problem}")  # before the sweep is read, not after
-        metrics, _, problems = cmp.load_sweep(root, late_frac)
+        try:
+            a = analyse(root, late_frac)
+        except PreregError as e:
+            _fail(str(e))
         console = Console()
-        for p in problems:
+        for p in a.problems:
             console.print(f"[yellow]skipped:[/] {p}", highlight=False)
-        if metrics.empty:
-            _fail(f"{root}: no run with committed steps" + (f" (skipped {problems[0]})" if problems else ""))
-        console.print(runs_note(metrics), highlight=False)
-        console.print(interval_table(cmp.summarize(metrics), "Per algorithm: mean [95 % bootstrap CI] across seeds"))
-        diffs = cmp.paired_differences(metrics, baseline)
-        if diffs.empty:
-            console.print(f"no paired differences: no runs labelled {baseline!r} (see --baseline)")
+        if a.metrics.empty:
+            _fail(f"{root}: no run with committed steps")
+        console.print(runs_note(a.metrics), highlight=False)
+        console.print(interval_table(cmp.summarize(a.metrics), "Per label: mean [95 % t-interval] across seeds "
+                                                               "(no interval below 3 seeds)"))
+        if a.prereg is None:
+            _descriptive(console, a.metrics, baseline)
         else:
-            console.print(interval_table(diffs, f"Paired difference vs {baseline} over shared seeds: mean [95 % CI]"))
+            _registered(console, a)
         if csv is not None:
-            metrics.to_csv(csv, index=False)
+            a.metrics.to_csv(csv, index=False)
             console.print(f"per-run metrics: {csv}")
+        if export is not None:
+            kept.export(root, export, late_frac)
+            console.print(f"kept data: {export}")
+
+
+def _descriptive(console, metrics, baseline: str) -> None:
+    from dhpo_suite.science import compare as cmp
+    from dhpo_suite.science.tables import interval_table
+
+    console.print("no pre-registration (prereg.json, written by `dhpo-suite sweep --prereg` before the runs): "
+                  "descriptive tables only, no verdicts", highlight=False)
+    diffs = cmp.paired_differences(metrics, baseline)
+    if diffs.empty:
+        console.print(f"no paired differences: no runs labelled {baseline!r} (see --baseline)")
+    else:
+        console.print(interval_table(diffs, f"Paired difference vs {baseline} over shared seeds: mean [95 % "
+                                            "t-interval], unadjusted for multiplicity"))
+
+
+def _registered(console, a) -> None:
+    from rich.table import Table
+
+    from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows
+
+    console.print(f"pre-registration: {a.source / 'prereg.json'} (sha256 {a.prereg.sha256[:12]}…, registered in "
+                  f"sweep.json before the runs); primary metric {a.prereg.primary_metric}; family of "
+                  f"{len(a.prereg.family)}, Holm at α {a.prereg.alpha:g}", highlight=False)
+    console.print("[bold]Manipulation checks[/] (before any verdict)")
+    for line in a.checks.lines:
+        console.print(f"- {line}", highlight=False)
+    table = Table(title="Pre-registered contrasts: paired over shared seeds", caption_justify="left",
+                  caption="t p: two-sided paired t-test; Holm p: adjusted over the family; sign-flip p: exact "
+                          "permutation; TOST p: equivalence within the margin; P(impr.): P(arm beats baseline "
+                          "in the claimed direction) over all pairs of runs")
+    for h in CONTRAST_HEADER:
+        table.add_column(h, overflow="fold")
+    for row in contrast_rows(a.contrasts):
+        table.add_row(*row)
+    console.print(table)
+    console.print("[bold]Power[/]")
+    for r in a.contrasts.itertuples():
+        console.print(f"- {r.name}: {r.power}", highlight=False)
+    console.print("[bold]Verdicts[/] (from prereg.json only)")
+    for r in a.contrasts.itertuples():
+        console.print(f"- {r.name}: {r.verdict}", highlight=False)
 
 
 def _requested(algos, clip, seeds, train_args: list[str]):
@@ -116,6 +179,28 @@ def _requested(algos, clip, seeds, train_args: list[str]):
             raise sw.SweepError(f"{arg.split('=')[0]}: set by the sweep for each run; not a pass-through option")
     steps = _check_train_args(names, clips, seed_list[0], train_args)
     return sw.Sweep(names, clips, seed_list, tuple(train_args), steps)
+
+
+def _read_prereg(path: Path) -> bytes:
+    """The bytes of the pre-registration file, checked (every field) before anything is written."""
+    from dhpo_suite.science.compare import METRIC_DOCS
+    from dhpo_suite.science.prereg import PreregError, parse
+    from dhpo_suite.train import sweep as sw
+
+    try:
+        data = path.read_bytes()
+        parse(data, str(path), tuple(METRIC_DOCS))
+    except OSError as e:
+        raise sw.SweepError(f"--prereg: {path}: {e.strerror}") from None
+    except PreregError as e:
+        raise sw.SweepError(f"--prereg: {e}") from None
+    return data
+
+
+def _digest(data: bytes) -> str:
+    from dhpo_suite.science.prereg import digest
+
+    return digest(data)
 
 
 def _check_train_args(algos, clips, seed: int, train_args: list[str]) -> int:

@@ -1,12 +1,10 @@
-"""Across-seed statistics of a sweep: per-run outcome metrics, per-algorithm means with 95 % bootstrap
-confidence intervals, paired differences against a baseline over shared seeds, and curves with bands.
+"""Across-seed statistics of a sweep: per-run outcome metrics, per-algorithm means with 95 % Student-t
+intervals, paired differences against a baseline over shared seeds, and curves with bands.
 
 Runs are read only through `dhpo_suite.runs.RunReader`; no torch (the dashboard imports this module).
-Intervals are percentile bootstrap intervals from `scipy.stats.bootstrap` over the runs (seeds) of each
-algorithm. The sweep has one task, so the stratified bootstrap of Agarwal et al. (2021, rliable), which
-resamples runs within each task, reduces to resampling the seeds of each algorithm. With 3-5 seeds a
-percentile interval is narrower than its nominal 95 % (it cannot see beyond the observed spread): read it as
-a lower bound on the uncertainty.
+Intervals are Student-t intervals over the runs (seeds) of each label (dhpo_suite.science.stats: with 3-10 seeds
+a percentile bootstrap covers ~85 % instead of 95 %); below 3 seeds there is no interval, only the mean.
+Pre-registered contrasts, their tests and verdicts are dhpo_suite.science.contrasts.
 
 Per-run metrics (METRIC_DOCS holds the one-line definitions):
     final_reward   held-out reward after the last step (`eval/heldout_reward`)
@@ -16,7 +14,10 @@ Per-run metrics (METRIC_DOCS holds the one-line definitions):
     late_length    mean of `length/mean` over the last `late_frac` of the steps
     collapse_step  the dashboard's detector (`dashboard.collapse.detect_collapse` on entropy and length);
                    a run that did not collapse counts as its last step (right-censored)
-    oscillation    standard deviation of the step-to-step changes of the held-out reward curve
+    residual_sd    standard deviation of the held-out reward curve around the run's own quadratic trend
+                   (least squares in the step; k − 3 degrees of freedom for k points): the wobble that is not
+                   learning. It replaces the sd of step-to-step changes, which at 128 held-out problems was the
+                   evaluation noise alone (issue #26)
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dhpo_suite.dashboard.collapse import detect_collapse
 from dhpo_suite.runs import RunFormatError, RunReader, list_runs
+from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
-__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "paired_differences", "run_label",
-           "run_metrics", "summarize"]
+__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences", "run_label",
+           "run_labels", "run_metrics", "summarize"]
 
 METRIC_DOCS = {
     "final_reward": "held-out reward after the last step",
@@ -40,7 +41,7 @@ METRIC_DOCS = {
     "late_entropy": "mean token entropy (nats) over the last quarter of the steps",
     "late_length": "mean response length (tokens) over the last quarter of the steps",
     "collapse_step": "entropy+length collapse step (dashboard detector; no collapse = last step)",
-    "oscillation": "std of step-to-step changes of the held-out reward",
+    "residual_sd": "sd of the held-out reward around the run's quadratic trend",
 }
 HELDOUT, HELDOUT_INITIAL = "eval/heldout_reward", "eval/heldout_reward_initial"
 _COLUMNS = [HELDOUT, HELDOUT_INITIAL, "entropy/mean", "length/mean", "reward/mean"]
@@ -48,7 +49,7 @@ _COLUMNS = [HELDOUT, HELDOUT_INITIAL, "entropy/mean", "length/mean", "reward/mea
 
 @dataclass(frozen=True)
 class Interval:
-    """A mean over runs with its 95 % bootstrap interval (lo, hi are NaN with fewer than two runs)."""
+    """A mean over runs with its 95 % t-interval (lo, hi are NaN with fewer than MIN_SEEDS runs)."""
 
     mean: float
     lo: float
@@ -59,7 +60,11 @@ class Interval:
 def run_label(reader: RunReader) -> str:
     """Algorithm, plus the clip mode for DHPO objectives (e.g. "dhpo-e-unified"); the clip is the resolved
     one the objective recorded, so a default run and an explicit `--clip branch` run share a label."""
-    m = reader.manifest
+    return run_label_of(reader.manifest)
+
+
+def run_label_of(m) -> str:
+    """run_label from a manifest."""
     clip = m.hparams.get("clip") if m.algorithm.startswith("dhpo") else None
     return f"{m.algorithm}-{clip}" if clip else m.algorithm
 
@@ -88,21 +93,34 @@ def run_metrics(frame: pd.DataFrame, late_frac: float = 0.25) -> dict[str, float
         "late_length": float(late["length/mean"].mean()) if "length/mean" in late else float("nan"),
         "collapse_step": float(collapse if collapse is not None else (steps.max() if len(steps) else np.nan)),
         "collapsed": float(collapse is not None),
-        "oscillation": float(np.std(np.diff(curve.to_numpy()), ddof=1)) if len(curve) >= 3 else float("nan"),
+        "residual_sd": residual_sd(curve),
     }
 
 
-def load_sweep(root: Path | str, late_frac: float = 0.25) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Every run under `root`: (metrics: one row per run with label, seed, run, status, steps and the per-run
-    metrics; scalars: the runs' scalar frames stacked with label, seed and run columns; problems)."""
-    rows, frames, problems = [], [], []
+def residual_sd(curve: pd.Series) -> float:
+    """sd of `curve` around its least-squares quadratic in the step (k − 3 dof); NaN below 4 points."""
+    if len(curve) < 4:
+        return float("nan")
+    x, y = curve.index.to_numpy(dtype=float), curve.to_numpy()
+    fit = np.polyval(np.polyfit(x, y, 2), x)
+    return float(np.sqrt(np.sum((y - fit) ** 2) / (len(y) - 3)))
+
+
+def load_sweep(root: Path | str, late_frac: float = 0.25, all_columns: bool = False
+               ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Every run under `root`: (metrics: one row per run with label, seed, run (its path under root), status,
+    steps and the per-run metrics; scalars: the runs' scalar frames stacked with label, seed and run columns;
+    problems). `all_columns`: every scalar the runs logged (compare's manipulation checks), else those the
+    metrics need (the dashboard)."""
+    root = Path(root)
+    loaded, problems = [], []
     for summary in list_runs(root):
         if summary.manifest is None:
             problems.append(f"{summary.path}: {summary.problem}")
             continue
         try:
             reader = RunReader(summary.path)
-            frame = reader.scalars(columns=_COLUMNS)
+            frame = reader.scalars(columns=None if all_columns else _COLUMNS)
         except RunFormatError as e:
             problems.append(str(e))
             continue
@@ -110,28 +128,55 @@ def load_sweep(root: Path | str, late_frac: float = 0.25) -> tuple[pd.DataFrame,
         if frame.empty:
             problems.append(f"{summary.path}: no committed steps yet")
             continue
-        label, seed = run_label(reader), reader.manifest.seed
-        rows.append({"label": label, "seed": seed, "run": summary.path.name, "status": reader.manifest.status,
-                     "steps": int(frame["step"].max()), **run_metrics(frame, late_frac)})
-        frames.append(frame.assign(label=label, seed=seed, run=summary.path.name))
+        loaded.append((summary.path.relative_to(root).as_posix(), reader.manifest, frame))
+    labels = run_labels([m for _, m, _ in loaded])
+    runs = [(run, label, m.seed, m.status, frame) for (run, m, frame), label in zip(loaded, labels)]
+    return metrics_of(runs, late_frac), _stack(runs), problems
+
+
+def metrics_of(runs: list[tuple], late_frac: float = 0.25) -> pd.DataFrame:
+    """The per-run metrics table from (run, label, seed, status, scalars frame) tuples (also the kept-data path,
+    dhpo_suite.science.kept, which has frames but no run directories)."""
+    rows = [{"label": label, "seed": seed, "run": run, "status": status, "steps": int(frame["step"].max()),
+             **run_metrics(frame, late_frac)} for run, label, seed, status, frame in runs]
     metrics = pd.DataFrame(rows, columns=["label", "seed", "run", "status", "steps", *METRIC_DOCS, "collapsed"])
-    scalars = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed"])
-    return metrics.sort_values(["label", "seed"], ignore_index=True), scalars, problems
+    return metrics.sort_values(["label", "seed", "run"], ignore_index=True)
 
 
-def interval(values, seed: int = 0) -> Interval:
-    """Mean of `values` (NaNs dropped) and its 95 % percentile-bootstrap interval (scipy.stats.bootstrap)."""
+def _stack(runs: list[tuple]) -> pd.DataFrame:
+    frames = [frame.assign(label=label, seed=seed, run=run) for run, label, seed, _, frame in runs]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed"])
+
+
+def run_labels(manifests: list) -> list[str]:
+    """run_label of each run, plus `-key=value` for every objective setting the run gave explicitly (`--hp`)
+    whose resolved value differs between runs of the same label: a GRPO 0.2/0.28 control beside plain GRPO is
+    `grpo-eps_high=0.28`, while a setting every run shares names no one."""
+    base = [run_label_of(m) for m in manifests]
+    varying: dict[str, set[str]] = {}
+    for label, m in zip(base, manifests):
+        for other_label, other in zip(base, manifests):
+            if other_label == label:
+                varying.setdefault(label, set()).update(
+                    k for k in set(m.hparams) | set(other.hparams) if m.hparams.get(k) != other.hparams.get(k))
+    out = []
+    for label, m in zip(base, manifests):
+        given = (m.config or {}).get("hparams") or {}
+        extra = [f"{k}={m.hparams[k]}" for k in sorted(varying.get(label, ())) if k in given and k in m.hparams]
+        out.append("-".join([label, *extra]))
+    return out
+
+
+def interval(values) -> Interval:
+    """Mean of `values` (NaNs dropped) and its 95 % Student-t interval; the mean alone below MIN_SEEDS."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     if len(x) == 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0)
-    if len(x) < 2:
-        return Interval(float(x.mean()), float("nan"), float("nan"), 1)
-    if np.ptp(x) == 0:  # every run agrees: the bootstrap distribution is a point
-        return Interval(float(x[0]), float(x[0]), float(x[0]), len(x))
-    ci = stats.bootstrap((x,), np.mean, n_resamples=10_000, method="percentile", confidence_level=0.95,
-                         rng=np.random.default_rng(seed)).confidence_interval
-    return Interval(float(x.mean()), float(ci.low), float(ci.high), len(x))
+    if len(x) < MIN_SEEDS:
+        return Interval(float(x.mean()), float("nan"), float("nan"), len(x))
+    lo, hi = t_interval(x)
+    return Interval(float(x.mean()), lo, hi, len(x))
 
 
 def summarize(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -146,7 +191,7 @@ def summarize(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.DataFrame:
     """Per label other than `baseline`, per metric: mean over shared seeds of (label − baseline) with its
-    95 % bootstrap interval. Empty when the baseline has no runs. Column `seeds`: the shared seeds used.
+    95 % t-interval. Empty when the baseline has no runs. Column `seeds`: the shared seeds used.
     Several runs of one label and seed (outside a sweep) are averaged first."""
     per_seed = metrics.groupby(["label", "seed"], as_index=False)[list(METRIC_DOCS)].mean()  # repeats averaged
     base = per_seed[per_seed["label"] == baseline].set_index("seed")
@@ -163,7 +208,7 @@ def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.Data
 
 
 def curve_bands(scalars: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Mean of `metric` across the seeds of each label at each step, with a 95 % bootstrap band
+    """Mean of `metric` across the seeds of each label at each step, with a 95 % t band
     (columns label, step, mean, lo, hi, n). Steps where only some seeds have a value use those seeds."""
     out = []
     for label, g in scalars.groupby("label", sort=True):

@@ -8,12 +8,14 @@ import pandas as pd
 
 from dhpo_suite.science.compare import METRIC_DOCS, Interval
 
-__all__ = ["fmt_interval", "interval_table", "markdown_table", "runs_note"]
+__all__ = ["CONTRAST_HEADER", "contrast_rows", "fmt_interval", "interval_table", "markdown_table", "runs_note"]
 
 _DIGITS = {"final_reward": 3, "reward_auc": 3, "late_entropy": 3, "late_length": 1, "collapse_step": 1,
-           "oscillation": 3}
+           "residual_sd": 3}
 _HEADERS = {"final_reward": "final reward", "reward_auc": "reward AUC", "late_entropy": "late entropy",
-            "late_length": "late length", "collapse_step": "collapse step", "oscillation": "oscillation"}
+            "late_length": "late length", "collapse_step": "collapse step", "residual_sd": "residual sd"}
+CONTRAST_HEADER = ["contrast", "arm − baseline", "metric", "claim", "seeds", "mean [95 % t-CI]", "t p", "Holm p",
+                   "sign-flip p", "TOST p", "P(impr.)", "verdict"]
 
 
 def fmt_interval(iv: Interval, digits: int = 3) -> str:
@@ -50,8 +52,30 @@ def interval_table(frame: pd.DataFrame, title: str):
     return table
 
 
+def _p(v: float) -> str:
+    return "—" if v is None or math.isnan(v) else f"{v:.3g}"
+
+
+def contrast_rows(table: pd.DataFrame) -> list[list[str]]:
+    """contrasts.evaluate's rows as strings (CONTRAST_HEADER's columns); no interval below 3 seeds."""
+    rows = []
+    for r in table.to_dict("records"):
+        digits = 1 if r["metric"] in ("late_length", "collapse_step") else 4
+        ci = "—" if math.isnan(r["mean"]) else f"{r['mean']:+.{digits}f}" + (
+            "" if math.isnan(r["lo"]) else f" [{r['lo']:+.{digits}f}, {r['hi']:+.{digits}f}]")
+        claim = {"greater": "> 0", "less": "< 0", "equal": f"|d| < {r['margin']:g}"}[r["direction"]]
+        rows.append([r["name"], f"{r['arm']} − {r['baseline']}", r["metric"], claim, str(r["n"]), ci, _p(r["p"]),
+                     _p(r["p_holm"]), _p(r["p_sign_flip"]), _p(r["p_tost"]), _p(r["p_improvement"]), r["verdict"]])
+    return rows
+
+
 def markdown_table(frame: pd.DataFrame) -> str:
     header, rows = _rows(frame)
+    return markdown_rows(header, rows)
+
+
+def markdown_rows(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table of string cells."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 

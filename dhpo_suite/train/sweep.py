@@ -1,6 +1,7 @@
 """`dhpo-suite sweep`: an algorithm × clip × seed grid of `dhpo-suite train` runs, in parallel processes.
 
     OUT/sweep.json            the grid and the train options shared by every run (written once; checked on re-run)
+    OUT/prereg.json           the pre-registration (`--prereg FILE`, copied before any run; its sha256 in sweep.json)
     OUT/<algo>[-<clip>]-s<seed>/   one run directory per cell (docs/run-format.md)
     OUT/logs/<cell>.log       each run's console output
 
@@ -66,6 +67,8 @@ class Sweep:
     seeds: tuple[int, ...]
     train_args: tuple[str, ...]
     steps: int
+    prereg_sha256: str | None = None
+    """sha256 of OUT/prereg.json, registered before the first run (dhpo_suite.science.prereg)."""
 
     def cells(self) -> list[Cell]:
         """Seed-major, so a sweep stopped early holds every algorithm at its first seeds. Non-DHPO
@@ -86,19 +89,20 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def load_or_create(out: Path, requested: Sweep | None) -> Sweep:
+def load_or_create(out: Path, requested: Sweep | None, prereg: bytes | None = None) -> Sweep:
     """The sweep of `out`: the stored one (which `requested`, when given, must equal), or `requested`,
-    stored now."""
+    stored now, with `prereg` (the pre-registration's bytes, whose digest `requested` carries) written to
+    OUT/prereg.json before sweep.json, so no run can start before its pre-registration exists."""
     path = out / SWEEP_FILE
     if path.exists():
         try:
             d = json.loads(path.read_text())
             stored = Sweep(tuple(d["algos"]), tuple(d["clips"]), tuple(d["seeds"]), tuple(d["train_args"]),
-                           int(d["steps"]))
+                           int(d["steps"]), d.get("prereg_sha256"))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise SweepError(f"{path}: not a sweep file ({type(e).__name__}: {e})") from None
         if requested is not None and requested != stored:
-            diff = [k for k in ("algos", "clips", "seeds", "train_args", "steps")
+            diff = [k for k in ("algos", "clips", "seeds", "train_args", "steps", "prereg_sha256")
                     if getattr(requested, k) != getattr(stored, k)]
             raise SweepError(f"{path}: this directory holds a different sweep ({', '.join(diff)} differ: stored "
                              + "; ".join(f"{k}={getattr(stored, k)}" for k in diff)
@@ -107,6 +111,9 @@ def load_or_create(out: Path, requested: Sweep | None) -> Sweep:
     if requested is None:
         raise SweepError(f"{out}: no {SWEEP_FILE} here; give --algos and --seeds to start a sweep")
     out.mkdir(parents=True, exist_ok=True)
+    if prereg is not None:
+        (out / "prereg.json.tmp").write_bytes(prereg)
+        (out / "prereg.json.tmp").replace(out / "prereg.json")
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(requested.to_json(), indent=1))
     tmp.replace(path)  # atomic: a killed start leaves no half-written sweep file

@@ -4,12 +4,12 @@ worked out by hand from the metric definitions (docstring of compare.py) and the
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from dhpo_suite.runs import Manifest, RunWriter, StepRecord
 from dhpo_suite.science import compare as cmp
@@ -41,7 +41,9 @@ def flat(v):
 def test_run_metrics_match_hand_computation(tmp_path):
     # Held-out curve 0.0 (step 0), 0.5 (20), 0.3 (30), 0.6 (40).
     # AUC: trapezoids 20*0.25 + 10*0.4 + 10*0.45 = 13.5 over 40 steps = 0.3375.
-    # Oscillation: changes 0.5, -0.2, 0.3; mean 0.2; squared deviations .09 + .16 + .01 = .26; /2; sqrt = 0.36056.
+    # Residual sd around the quadratic trend: with 4 points the residual is the projection of y on the one direction
+    # orthogonal to 1, x, x^2, the divided-difference weights w_i = 1 / prod_{j != i} (x_i - x_j) = -1/24000,
+    # 1/4000, -1/3000, 1/8000; w.y = 0.0001, w.w = 1.909722e-7; |r|^2 = (w.y)^2 / w.w = 0.0523636 over 1 dof.
     # Entropy 1.0 up to step 10, then 0.2; length 20 then 10: with a 4-point plateau (10 % of 40), the
     # 5-point centred median first falls to 0.2 (<= 0.5 * 1.0) at step 11 and to 10 (<= 0.7 * 20) at step 11.
     # Late quarter = steps 31..40: entropy 0.2, length 10.
@@ -53,7 +55,7 @@ def test_run_metrics_match_hand_computation(tmp_path):
     assert row["label"] == "grpo" and row["seed"] == 0 and row["steps"] == STEPS
     assert row["final_reward"] == pytest.approx(0.6)
     assert row["reward_auc"] == pytest.approx(0.3375)
-    assert row["oscillation"] == pytest.approx(0.360555, abs=1e-6)
+    assert row["residual_sd"] == pytest.approx(0.0523636 ** 0.5, rel=1e-5)
     assert row["late_entropy"] == pytest.approx(0.2)
     assert row["late_length"] == pytest.approx(10.0)
     assert row["collapse_step"] == 11 and row["collapsed"] == 1
@@ -63,25 +65,25 @@ def test_no_collapse_is_censored_at_the_last_step(tmp_path):
     write_run(tmp_path / "r", "grpo", 0, {0: 0.1, 40: 0.2}, flat(1.0), flat(20.0))
     row = cmp.load_sweep(tmp_path)[0].iloc[0]
     assert row["collapse_step"] == STEPS and row["collapsed"] == 0
-    assert np.isnan(row["oscillation"])  # one change: no spread to measure
+    assert np.isnan(row["residual_sd"])  # two points: no trend to measure around
 
 
-def exact_percentile_interval(x):
-    """The exact bootstrap distribution of the mean of x (all n^n resamples, equally likely) and its
-    2.5/97.5 % quantiles: what a Monte Carlo percentile bootstrap estimates."""
-    means = np.array([np.mean(c) for c in itertools.product(x, repeat=len(x))])
-    return np.quantile(means, 0.025, method="inverted_cdf"), np.quantile(means, 0.975, method="inverted_cdf")
+def t_ci(x):
+    """scipy's one-sample t-test confidence interval of the mean of x (the reference for compare's intervals)."""
+    ci = sps.ttest_1samp(x, 0.0).confidence_interval(0.95)
+    return ci.low, ci.high
 
 
-def test_interval_is_the_percentile_bootstrap():
+def test_interval_is_the_student_t_interval_and_absent_below_three_runs():
     x = [0.2, 0.4, 0.9, 0.5]
     iv = cmp.interval(x)
-    lo, hi = exact_percentile_interval(x)
+    lo, hi = t_ci(x)
     assert iv.mean == pytest.approx(0.5) and iv.n == 4
-    assert iv.lo == pytest.approx(lo, abs=0.02) and iv.hi == pytest.approx(hi, abs=0.02)
-    assert cmp.interval([0.3]).n == 1 and np.isnan(cmp.interval([0.3]).lo)
+    assert iv.lo == pytest.approx(lo, rel=1e-10) and iv.hi == pytest.approx(hi, rel=1e-10)
+    for few in ([0.3], [0.0, 0.0]):  # issue 26: `0.000 [0.000, 0.000]` from 2 seeds
+        assert cmp.interval(few).n == len(few) and np.isnan(cmp.interval(few).lo)
     same = cmp.interval([0.3, 0.3, 0.3])
-    assert (same.lo, same.hi) == (0.3, 0.3)
+    assert (same.lo, same.hi) == (pytest.approx(0.3), pytest.approx(0.3))
 
 
 def test_summary_and_paired_differences_over_shared_seeds(tmp_path):
@@ -98,13 +100,13 @@ def test_summary_and_paired_differences_over_shared_seeds(tmp_path):
     assert summary.loc["grpo", "final_reward"].mean == pytest.approx(0.4)
     assert summary.loc["dhpo-e-branch", "n"] == 4
     assert summary.loc["dhpo-e-branch", "final_reward"].mean == pytest.approx(0.6)
-    # Paired over seeds 0-2 only: differences 0.1, 0.2, 0.0 -> mean 0.1; exact bootstrap bounds.
+    # Paired over seeds 0-2 only: differences 0.1, 0.2, 0.0 -> mean 0.1; scipy's t-interval.
     diffs = cmp.paired_differences(metrics, "grpo").set_index("label")
     d = diffs.loc["dhpo-e-branch"]
     assert d["seeds"] == [0, 1, 2]
     assert d["final_reward"].mean == pytest.approx(0.1)
-    lo, hi = exact_percentile_interval([0.1, 0.2, 0.0])
-    assert d["final_reward"].lo == pytest.approx(lo, abs=0.02) and d["final_reward"].hi == pytest.approx(hi, abs=0.02)
+    lo, hi = t_ci([0.1, 0.2, 0.0])
+    assert d["final_reward"].lo == pytest.approx(lo, rel=1e-9) and d["final_reward"].hi == pytest.approx(hi, rel=1e-9)
     assert diffs.loc["dhpo-e-unified", "seeds"] == [0]
     # Curves: the held-out band at step 40 spans the grpo seeds' mean 0.4; step 0 is the initial value.
     bands = cmp.curve_bands(scalars, cmp.HELDOUT)
@@ -124,7 +126,8 @@ def test_compare_cli_prints_tables_and_names_unfinished_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "dhpo-a-branch" in out.stdout and "Paired difference vs grpo" in out.stdout
     assert "dhpo-a-s0 (running, step 40)" in out.stdout
-    assert "0.100 [0.100, 0.100]" in out.stdout  # both paired differences are exactly 0.1
+    assert "0.100" in out.stdout and "[0.100, 0.100]" not in out.stdout  # 2 seeds: a mean, no interval
+    assert "no pre-registration" in out.stdout and "no verdicts" in out.stdout
     assert (tmp_path / "m.csv").read_text().count("\n") == 5
     empty = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(tmp_path / "m.csv")],
                            capture_output=True, text=True, timeout=120)

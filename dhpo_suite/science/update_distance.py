@@ -1,0 +1,233 @@
+"""Update distance: can a setting tell the arms apart at all? (issue 26, item 2's manipulation check)
+
+At a checkpoint of a run, every arm takes ONE RL step from the same state (weights, AdamW moments, learning
+rate, mini-batch shuffle) on the same rollout (the prompts, samples and advantages the run's next step draws),
+and we measure how far each arm's update lands from the reference arm's (GRPO 0.2/0.2) in function space:
+
+    Δ_a  = log π_after_a(y) − log π_before(y)   on held-out responses y (sampled once from π_before), per token
+    d_a  = rms(Δ_a − Δ_ref)                      the arm's distance from GRPO's update
+    yard = rms(Δ'_ref − Δ_ref)                   the yardstick: GRPO's update on a SECOND rollout of the same
+                                                 prompts (what sampling noise alone moves an update by)
+    ratio_a = d_a / yard
+
+A ratio of a few % says the arms make near-identical updates: outcome differences between them can only be
+noise or step size, and the setting cannot resolve a claim about their mechanism. Writes
+`update_distance.json` (format in docs/sweep.md). Run: `python -m dhpo_suite.science.update_distance RUN_DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["ARMS", "Arm", "FORMAT_VERSION", "probe_checkpoint", "probe_run", "main"]
+
+FORMAT_VERSION = 1
+SECOND_ROLLOUT_OFFSET = 7_919  # the yardstick rollout's sampling seed = the run's own + this
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of the comparison: an objective and its settings (the objective's keywords)."""
+
+    name: str
+    algo: str
+    hparams: dict[str, Any] = field(default_factory=dict)
+
+
+ARMS = (  # issue 26, item 4; the first is the reference
+    Arm("grpo", "grpo", {"eps_low": 0.2, "eps_high": 0.2}),
+    Arm("grpo-clip-higher", "grpo", {"eps_low": 0.2, "eps_high": 0.28}),
+    Arm("dhpo-e-branch", "dhpo-e", {"clip": "branch"}),
+    Arm("dhpo-e-unified", "dhpo-e", {"clip": "unified"}),
+    Arm("dhpo-a", "dhpo-a", {}),
+)
+
+
+@dataclass
+class _State:
+    """What every arm starts from at one checkpoint."""
+
+    model: Any
+    tokenizer: Any
+    trainer_state: dict[str, Any]
+
+
+def _rms(x: torch.Tensor) -> float:
+    return float(x.double().pow(2).mean().sqrt()) if x.numel() else float("nan")
+
+
+def _load(path: Path) -> _State:
+    from dhpo_suite.models.local import load_model
+    from dhpo_suite.train.embedded.checkpoint import read_trainer_state
+
+    model, tokenizer = load_model(path, safetensors_only=True)
+    return _State(model, tokenizer, read_trainer_state(path))
+
+
+def _heldout_tokens(st: _State, cfg: Any, task: Any, n: int, max_new: int) -> tuple[Any, torch.Tensor]:
+    """n held-out responses sampled once from the checkpoint's policy, and their log π_before (valid tokens)."""
+    from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+    from dhpo_suite.train.embedded.update import old_logprobs
+
+    problems = task.make_problems(n, seed=cfg.seed, split="test")
+    prompts = encode_prompts(st.tokenizer, [task.messages(p) for p in problems])
+    roll = sample(st.model, st.tokenizer, prompts, 1, max_new, temperature=cfg.temperature, seed=cfg.seed + 13)
+    return roll, old_logprobs(st.model, roll, cfg.chunk_tokens)[roll.response_mask]
+
+
+def _rollout(st: _State, cfg: Any, task: Any, problems: list[dict], step: int, seed: int, pool: Any,
+             max_new: int) -> Any:
+    """The step's batch (rollout, log π_old, advantages) with sampling seed `seed`."""
+    from dhpo_suite.train.embedded.loop import step_prompts
+    from dhpo_suite.train.embedded.reward import grade_rewards
+    from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+    from dhpo_suite.train.embedded.update import StepBatch, old_logprobs
+    from dhpo_suite.train.objectives import group_advantages
+
+    batch = step_prompts(problems, cfg.prompts_per_step, cfg.seed, step)
+    prompts = encode_prompts(st.tokenizer, [task.messages(p) for p in batch])
+    roll = sample(st.model, st.tokenizer, prompts, cfg.group_size, max_new, temperature=cfg.temperature, seed=seed)
+    golds = [p["answer"] for p in batch for _ in range(cfg.group_size)]
+    rewards, _ = grade_rewards(pool, roll.texts, golds, task.bench, unmarked=cfg.reward_unmarked)
+    return StepBatch(roll, old_logprobs(st.model, roll, cfg.chunk_tokens), group_advantages(rewards, cfg.group_size))
+
+
+def _one_update(st: _State, cfg: Any, arm: Arm, batch: Any, heldout: Any, before: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    """Δ log π on the held-out tokens after one RL step of `arm` from the checkpoint's full trainer state."""
+    from dhpo_suite.train.embedded.update import old_logprobs, ppo_update
+    from dhpo_suite.train.objectives import get_objective
+
+    model = copy.deepcopy(st.model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)  # only steps after the update
+    optimizer.load_state_dict(st.trainer_state["optimizer"])  # the run's moments and its learning rate now
+    generator = torch.Generator()
+    generator.set_state(st.trainer_state["generator"])  # the same mini-batch shuffle for every arm
+    telemetry = _Kept()
+    ppo_update(model, optimizer, scheduler, batch, get_objective(arm.algo, **arm.hparams), epochs=cfg.ppo_epochs,
+               mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm, chunk_tokens=cfg.chunk_tokens,
+               generator=generator, micro_batch=cfg.micro_batch, telemetry=telemetry)
+    after = old_logprobs(model, heldout, cfg.chunk_tokens)[heldout.response_mask]
+    return after - before, telemetry.summary()
+
+
+class _Kept:
+    """Per-update clip facts of an arm (off-policy epochs included): token-branch binding share, mean κ."""
+
+    def __init__(self) -> None:
+        self.tokens, self.binding, self.kept = 0, 0, 0.0
+
+    def add_update(self, output: Any, **_: Any) -> None:
+        from dhpo_suite.train.telemetry import clip_flags
+        from dhpo_suite.train.telemetry.kept import kept_share
+
+        mask = output.response_mask.bool()
+        fl = clip_flags(output.branches["token"], mask)
+        self.tokens += int(mask.sum())
+        self.binding += int((fl.binding_low | fl.binding_high).sum())
+        self.kept += float(kept_share(output)[mask].sum())
+
+    def summary(self) -> dict[str, float]:
+        n = max(self.tokens, 1)
+        return {"token_binding": self.binding / n, "kept_share": self.kept / n}
+
+
+def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, heldout: int = 64,
+                     pool: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Every arm's one-step update from checkpoint `step` of `run_dir` (the next step's rollout), against the
+    reference arm (arms[0]) and the second-rollout yardstick. Returns the checkpoint's entry of the JSON file."""
+    from dhpo_suite.runs import RunReader
+    from dhpo_suite.tasks import get_task
+    from dhpo_suite.train.embedded.config import TrainConfig
+
+    cfg = TrainConfig(**{k: v for k, v in RunReader(run_dir).manifest.config.items() if not k.startswith("_")})
+    ckpts = RunReader(run_dir).checkpoints()
+    if step not in ckpts:
+        raise ValueError(f"--steps: {run_dir} has no complete checkpoint at step {step} (has {sorted(ckpts)})")
+    task = get_task(cfg.task)
+    max_new = cfg.max_new_tokens or task.max_new_tokens
+    st = _load(ckpts[step])
+    problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
+    seed = cfg.seed * 1_000_003 + step + 1  # loop.train_step's sampling seed for the next step
+    rollouts = {"same": _rollout(st, cfg, task, problems, step + 1, seed, pool, max_new),
+                "second": _rollout(st, cfg, task, problems, step + 1, seed + SECOND_ROLLOUT_OFFSET, pool, max_new)}
+    held, before = _heldout_tokens(st, cfg, task, heldout, max_new)
+    ref, _ = _one_update(st, cfg, arms[0], rollouts["second"], held, before)
+    deltas, facts = {}, {}
+    for arm in arms:
+        deltas[arm.name], facts[arm.name] = _one_update(st, cfg, arm, rollouts["same"], held, before)
+    base = deltas[arms[0].name]
+    yard = _rms(ref - base)
+    out = {"step": step, "heldout_tokens": int(before.numel()), "reference": arms[0].name,
+           "reference_update_rms": _rms(base), "yardstick": yard,
+           "yardstick_rel": yard / _rms(base) if _rms(base) else math.nan,
+           "informative_share": _informative(rollouts["same"]),
+           "arms": {}}
+    for arm in arms:
+        d = _rms(deltas[arm.name] - base)
+        out["arms"][arm.name] = {"algo": arm.algo, "hparams": arm.hparams, "update_rms": _rms(deltas[arm.name]),
+                                 "distance": d, "distance_rel": d / _rms(base) if _rms(base) else math.nan,
+                                 "ratio": d / yard if yard else math.nan, **facts[arm.name]}
+        log(f"  step {step} {arm.name:>16}: distance/yardstick {out['arms'][arm.name]['ratio']:.3f}  "
+            f"token binding {facts[arm.name]['token_binding']:.3%}  kept {facts[arm.name]['kept_share']:.3f}")
+    return out
+
+
+def _informative(batch: Any) -> float:
+    """Share of the rollout's responses with a non-zero advantage (their group holds right and wrong answers)."""
+    return float((batch.advantages != 0).float().mean())
+
+
+def probe_run(run_dir: Path, steps: list[int] | None = None, *, arms: tuple[Arm, ...] = ARMS, heldout: int = 64,
+              log: Callable[[str], None] = print) -> dict[str, Any]:
+    """`probe_checkpoint` at each of `steps` (default: every complete checkpoint but the last); the file's dict."""
+    from dhpo_suite.grading import GraderPool
+    from dhpo_suite.runs import RunReader
+
+    reader = RunReader(run_dir)
+    steps = steps or sorted(reader.checkpoints())[:-1] or sorted(reader.checkpoints())
+    t0 = time.perf_counter()
+    with GraderPool(workers=1, timeout=10.0) as pool:
+        entries = [probe_checkpoint(Path(run_dir), s, arms=arms, heldout=heldout, pool=pool, log=log) for s in steps]
+    return {"version": FORMAT_VERSION, "run": str(run_dir), "algorithm": reader.manifest.algorithm,
+            "seed": reader.manifest.seed, "task": reader.manifest.task,
+            "arms": [{"name": a.name, "algo": a.algo, "hparams": a.hparams} for a in arms],
+            "heldout_responses": heldout, "checkpoints": entries, "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dhpo_suite.science.update_distance", description=__doc__.split("\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="run directories (a GRPO run with checkpoints)")
+    p.add_argument("--steps", default="", help="checkpoint steps, comma-separated (default: all but the last)")
+    p.add_argument("--heldout", type=int, default=64, help="held-out responses the update is measured on")
+    p.add_argument("--out", type=Path, default=None, help="JSON file (default: RUN/update_distance.json; with "
+                                                          "several runs, one file holding a list)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    steps = [int(s) for s in a.steps.split(",") if s.strip()] or None
+    results = []
+    for run in a.runs:
+        try:
+            results.append(probe_run(run, steps, heldout=a.heldout, log=lambda s: print(s, file=sys.stderr)))
+        except (ValueError, OSError) as e:
+            print(f"error: {run}: {e}", file=sys.stderr)
+            return 2
+    out = a.out or (a.runs[0] / "update_distance.json" if len(a.runs) == 1 else Path("update_distance.json"))
+    out.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=1) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
