@@ -10,6 +10,7 @@ in CI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -58,15 +59,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The dashboard over two finished runs and one running run; yields (url, runs root). Shared by the tests
-    of this module (the live-run test, which changes the runs, comes last)."""
-    require_chromium()
-    root = tmp_path_factory.mktemp("browser") / "runs"
-    write_run(root / "dhpo-e", steps=20, collapse_at=12, eval_every=5)
-    write_run(root / "grpo", steps=20, algo="grpo", seed=1, eval_every=0)
-    write_run(root / "live", steps=12, close=None, eval_every=0)
+@contextlib.contextmanager
+def dashboard(root: Path):
+    """`dhpo-suite dashboard ROOT --headless` on a free port, up and answering; yields its URL."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dhpo_suite.cli", "dashboard", str(root), "--headless",
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -83,10 +78,23 @@ def server(tmp_path_factory):
                 assert proc.poll() is None, proc.stdout.read()
                 assert time.monotonic() < deadline, "dashboard did not answer /_stcore/health within 60 s"
                 time.sleep(0.2)
-        yield url, root
+        yield url
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The dashboard over two finished runs and one running run; yields (url, runs root). Shared by the tests
+    of this module (the live-run test, which changes the runs, comes last)."""
+    require_chromium()
+    root = tmp_path_factory.mktemp("browser") / "runs"
+    write_run(root / "dhpo-e", steps=20, collapse_at=12, eval_every=5)
+    write_run(root / "grpo", steps=20, algo="grpo", seed=1, eval_every=0)
+    write_run(root / "live", steps=12, close=None, eval_every=0)
+    with dashboard(root) as url:
+        yield url, root
 
 
 PLOTLY_LOADED = "(chunk) => performance.getEntriesByType('resource').some(e => e.name.endsWith('/' + chunk))"

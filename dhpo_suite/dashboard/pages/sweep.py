@@ -15,8 +15,8 @@ from dhpo_suite.science.tables import fmt_interval
 ctx = controls.context()
 st.title("Sweep: settings across seeds")
 st.caption("The runs picked in the sidebar, grouped by every setting that differs between them (a group's runs "
-           "differ only in their seed). Intervals and differences are `dhpo-suite compare`'s own (95 % "
-           "percentile bootstrap over seeds, scipy; with few seeds narrower than their nominal level).")
+           "differ only in their seed). Every mean, 95 % interval and paired difference is `dhpo-suite compare`'s "
+           "own (dhpo_suite.science.compare), computed by the same code on these runs.")
 valid = [r for r in ctx.table.index if ctx.table.at[r, "status"] != "invalid"]
 if len(ctx.selected) < len(valid):
     left, right = st.columns([4, 1])
