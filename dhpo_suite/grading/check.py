@@ -35,12 +35,30 @@ MAX_ANSWER_CHARS = 2000  # the longest real gold is ~300 characters; longer "ans
 Result = tuple[bool, "str | None", str, str, "str | None"]
 
 
-def grade_one(response: str, golds: list[str], bench: str | None = None) -> Result:
+def grade_one(response: str, golds: list[str], bench: str | None = None, truncated: bool = False,
+              problem: str | None = None, chars: int | None = None, *, notify=None) -> Result:
     """(correct, extracted, status, reason, answer_source) for one response; `golds` are all
-    accepted forms; answer_source is "boxed", "marker", "fallback" or None (see extract.py)."""
-    extracted, source = extract_final(response)
+    accepted forms; answer_source is "boxed", "marker", "fallback" or None (see extract.py).
+    `truncated`/`problem` as in `extract_final`; `chars`: the response's length before the caller cut
+    it to its tail (`items.MAX_RESPONSE_CHARS`), said in the reason. `notify(extracted, source)` is
+    called as soon as the answer is extracted (the pool keeps it for a timeout verdict)."""
+    correct, extracted, status, reason, source = _grade(response, golds, truncated, problem, notify)
+    if truncated:
+        reason += " (response stopped at the token budget: only a box or answer line counts)"
+    if chars is not None and chars > len(response):
+        reason += f" (response of {chars:,} characters: only its last {len(response):,} were graded)"
+    return correct, extracted, status, reason, source
+
+
+def _grade(response: str, golds: list[str], truncated: bool, problem: str | None, notify) -> Result:
+    extracted, source = extract_final(response, truncated, problem)
+    if notify is not None:
+        notify(extracted, source)
     if extracted is None:
-        return False, None, "no_answer", "no \\boxed{} answer, answer phrase or number in the response", None
+        return False, None, "no_answer", "no \\boxed{} answer, answer line or committed final statement", None
+    long_integer = _long_integers(extracted, golds)
+    if long_integer is not None:
+        return long_integer + (source,)
     if len(extracted) > MAX_ANSWER_CHARS:
         return False, extracted[:MAX_ANSWER_CHARS], "ok", (
             f"extracted answer has {len(extracted)} characters (> {MAX_ANSWER_CHARS}); not parsed"
@@ -53,6 +71,20 @@ def grade_one(response: str, golds: list[str], bench: str | None = None) -> Resu
                 return True, answer, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else ""), source
             reasons.append(reason)
     return False, extracted, "ok", reasons[0], source
+
+
+def _long_integers(extracted: str, golds: list[str]) -> tuple[bool, str, str, str] | None:
+    """A plain integer of more than 200 digits against integer golds, compared as digit strings (no
+    conversion: Python refuses int() of over 4,300 digits, and sympy would be slow)."""
+    def digits(text: str) -> str | None:
+        m = re.fullmatch(r"\s*\$?\s*(-?)0*(\d+)\s*\$?\s*\.?\s*", text)
+        return m.group(1) + m.group(2) if m else None
+
+    pred = digits(extracted)
+    if pred is None or len(pred) <= 200 or not all(digits(gold) for gold in golds):
+        return None
+    same = pred in {digits(gold) for gold in golds}
+    return same, extracted, "ok", f"{len(pred)}-digit integers {'equal' if same else 'differ'} (compared digit by digit)"
 
 
 def _candidates(response: str, extracted: str, golds: list[str], source: str | None) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -11,6 +12,10 @@ import typer
 from dhpo_suite.jsonl import iter_jsonl
 
 __all__ = ["read_rows", "register"]
+
+
+MAX_INT_DIGITS = 100_000
+MAX_TIMEOUT_S = 86400.0  # one day: `inf` or `nan` would let one item hold a worker for ever
 
 
 class RowError(ValueError):
@@ -27,17 +32,42 @@ def register(app: typer.Typer) -> None:
         bench: str = typer.Option(None, "--bench", help="Benchmark name for rows without `bench`."),
         workers: int = typer.Option(2, min=1, help="Grader worker processes."),
         timeout: float = typer.Option(
-            5.0, min=0.01, help="Wall-clock seconds per item before its worker is killed."),
+            5.0, help=f"Wall-clock seconds per item before its worker is killed, in (0, {MAX_TIMEOUT_S:g}]."),
     ) -> None:
+        target = out or file.with_name(file.name.removesuffix(".jsonl") + ".graded.jsonl")
+        # a JSON answer of 5,000 digits is a real (Project Euler style) answer; Python's default limit of
+        # 4,300 digits would refuse to read it. 100,000 digits still convert in ~0.1 s.
+        sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), MAX_INT_DIGITS))
         try:
+            _check_timeout(timeout)
             rows = read_rows(file)
+            _check_writable(target)
         except (RowError, OSError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
-        target = out or file.with_name(file.name.removesuffix(".jsonl") + ".graded.jsonl")
         verdicts = _grade_rows(rows, bench, workers, timeout)
         _write(target, rows, verdicts)
         _summary(verdicts, target)
+
+
+def _check_timeout(timeout: float) -> None:
+    if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan
+        raise RowError(f"--timeout: must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout}")
+
+
+def _check_writable(target: Path) -> None:
+    """Before any grading: the output can be created where it is asked for (a directory that exists
+    and takes a new file; not a directory itself). A probe file is created and removed."""
+    if target.is_dir():
+        raise RowError(f"--out: {target} is a directory, not a file")
+    if not target.parent.is_dir():
+        raise RowError(f"--out: {target.parent} is not a directory")
+    probe = target.with_name(target.name + ".tmp")
+    try:
+        probe.open("a").close()
+        probe.unlink()
+    except OSError as err:
+        raise RowError(f"--out: cannot write {target} ({err.strerror or err})") from None
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -49,8 +79,13 @@ def read_rows(path: Path) -> list[dict]:
     and line."""
     if not path.is_file():
         raise RowError(f"{path}: no such file")
-    rows = [_check_row(row, f"{path}:{number}")
-            for number, row in iter_jsonl(path, RowError, decode_errors="surrogateescape")]
+    try:
+        rows = [_check_row(row, f"{path}:{number}")
+                for number, row in iter_jsonl(path, RowError, decode_errors="surrogateescape")]
+    except RowError:
+        raise
+    except ValueError as err:  # an integer of more than MAX_INT_DIGITS digits
+        raise RowError(f"{path}: {str(err).split(';')[0]}") from None
     if not rows:
         raise RowError(f"{path}: no rows")
     return rows
@@ -71,6 +106,11 @@ def _check_row(row: dict, where: str) -> dict:
         raise RowError(f"{where}: field 'answer_alt' must be a string or a list of strings")
     if row.get("bench") is not None and not isinstance(row["bench"], str):
         raise RowError(f"{where}: field 'bench' must be a string")
+    if "truncated" in row and not isinstance(row["truncated"], bool):
+        raise RowError(f"{where}: field 'truncated' must be true or false")
+    for field in ("problem", "question"):
+        if row.get(field) is not None and not isinstance(row[field], str):
+            raise RowError(f"{where}: field '{field}' must be a string")
     return row
 
 
@@ -84,7 +124,9 @@ def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: floa
 
     from dhpo_suite.grading.pool import GraderPool
 
-    items = [(row["response"], _golds(row), row.get("bench") or bench) for row in rows]
+    items = [{"response": row["response"], "gold": _golds(row), "bench": row.get("bench") or bench,
+              "truncated": row.get("truncated", row.get("finish_reason") == "length"),
+              "problem": row.get("problem", row.get("question"))} for row in rows]
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())
     with Progress(*columns, transient=True) as bar, GraderPool(workers, timeout) as pool:

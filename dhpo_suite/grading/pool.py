@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 
 from dhpo_suite.grading import runtime, worker
-from dhpo_suite.grading.extract import extract_final
 from dhpo_suite.grading.items import Item, coerce_items
 from dhpo_suite.grading.launch import WorkerProcess
 from dhpo_suite.grading.verdict import Verdict
@@ -44,6 +43,7 @@ class _Slot:
     ready: bool = False
     job: int | None = None
     deadline: float = 0.0
+    extracted: tuple = (None, None)  # (answer, answer_source) the worker reported for its job
 
 
 class GraderPool:
@@ -143,8 +143,9 @@ class GraderPool:
         for slot in self._slots:
             if queue and slot.ready and slot.job is None:
                 index = queue.popleft()
+                slot.job, slot.deadline = index, time.monotonic() + limit  # the clock covers the send
+                slot.extracted = (None, None)
                 slot.conn.send((index, "grade", jobs[index].payload()))
-                slot.job, slot.deadline = index, time.monotonic() + limit
 
     def _waitables(self) -> list:
         return [w for slot in self._slots for w in (slot.conn, slot.process.sentinel)]
@@ -170,6 +171,8 @@ class GraderPool:
                 slot.ready, self._start_failures = True, 0
             elif message[0] == "failed":
                 self._start_failed(number, message[1])
+            elif message[0] == "extracted" and message[1] == slot.job:
+                slot.extracted = (message[2], message[3])
             elif message[0] == slot.job:
                 finished.append((slot.job, Verdict(*message[1])))
                 slot.job = None
@@ -181,8 +184,7 @@ class GraderPool:
             if slot.job is not None and now >= slot.deadline:
                 index, pid = slot.job, slot.process.pid
                 reason = f"grading exceeded {limit:g} s wall clock; worker {pid} killed and replaced"
-                extracted, source = extract_final(jobs[index].response)
-                finished.append((index, Verdict(False, extracted, "timeout", reason, source)))
+                finished.append((index, Verdict(False, slot.extracted[0], "timeout", reason, slot.extracted[1])))
                 self._stop(slot, polite=False)
                 self._slots[number] = self._restart()
             elif not slot.ready and now >= slot.started + _START_TIMEOUT_S:
@@ -221,8 +223,7 @@ class GraderPool:
         finished = []
         if slot.job is not None:
             reason = f"worker {slot.process.pid} died (exit code {code}) while grading; replaced"
-            extracted, source = extract_final(jobs[slot.job].response)
-            finished.append((slot.job, Verdict(False, extracted, "error", reason, source)))
+            finished.append((slot.job, Verdict(False, slot.extracted[0], "error", reason, slot.extracted[1])))
         elif not slot.ready:
             self._start_failed(number, f"worker exited with code {code} during start-up")
             return finished

@@ -1,7 +1,8 @@
 """The grader's worker process: grades one item at a time. Model text is parsed only in here.
 
 Protocol on a duplex pipe: the worker first sends ("ready", pid, site_ok) or ("failed", traceback);
-then it answers each (job_id, op, payload) with (job_id, result) and exits on None or EOF.
+then it answers each (job_id, op, payload) with (job_id, result) and exits on None or EOF; while grading
+it first sends ("extracted", job_id, answer, answer_source), which a timeout verdict then carries.
 ops: "grade" → `check.grade_one(response, golds, bench)`; "info" → the antlr4 runtime it really uses,
 its CPU seconds so far and a raw math-verify probe (`198` against `\\boxed{198\\%}`, which 4.9.3
 fails and 4.13.2 passes).
@@ -41,15 +42,15 @@ def serve(conn, memory_mb: int) -> None:
         if message is None:
             return
         job_id, op, payload = message
-        conn.send((job_id, _run(op, payload)))
+        conn.send((job_id, _run(op, payload, lambda e, s: conn.send(("extracted", job_id, e, s)))))
 
 
-def _run(op: str, payload):
+def _run(op: str, payload, notify):
     from dhpo_suite.grading import check, runtime
 
     try:
         if op == "grade":
-            return check.grade_one(*payload)
+            return check.grade_one(*payload, notify=notify)
         if op == "info":
             return {**runtime.runtime_info(), "probe_198_percent": _probe(),
                     "cpu_s": time.process_time()}
