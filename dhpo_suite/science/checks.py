@@ -4,10 +4,11 @@ A verdict on "branch clipping beats token clipping" means nothing where no clip 
 claim is about never happened, or where the arms' updates are nearly the same step. So `compare` prints, before
 its verdicts (thresholds from the pre-registration's `checks`, dhpo_suite.science.prereg):
 
-- binding: the share of the baseline's tokens whose clip removed their gradient (mean over steps, per seed; the
+- binding: the share of GRPO's tokens (each GRPO label's) whose clip removed their gradient (mean over steps, per seed; the
   off-policy share `clip/token/binding_offpolicy` when the runs logged it, else `clip/token/binding`, which
   also counts the on-policy first mini-batch where no ratio has moved), with its t-interval; it must reach
-  `min_binding`, else no contrast can be resolved.
+  `min_binding`, else no contrast can be resolved. (Only GRPO's: for DHPO a "binding" token keeps the
+  (1−w)·s part of its gradient, so the same flag means less.)
 - collapse: per series a contrast needs (`needs_collapse`), the baseline's relative change from its first 3 steps
   to its last quarter, per seed, with its t-interval; it "occurred" when the mean fell by `collapse_fall` and the
   interval lies below 0.
@@ -76,8 +77,9 @@ def manipulation_checks(prereg: Prereg, scalars: pd.DataFrame, root: Path | None
     """Every check of the module docstring for the pre-registered contrasts (`root`: where update_distance.json
     may be; None: not looked for)."""
     c = Checks()
-    baselines = sorted({k.baseline for k in prereg.contrasts})
-    _binding(c, prereg, scalars, baselines)
+    grpo = sorted({lab for k in prereg.contrasts for lab in (k.arm, k.baseline)
+                   if lab == "grpo" or lab.startswith("grpo-")})
+    _binding(c, prereg, scalars, grpo)
     _collapse(c, prereg, scalars)
     _telemetry(c, scalars)
     _update_distance(c, prereg, root)
@@ -97,9 +99,9 @@ def _binding(c: Checks, prereg: Prereg, scalars: pd.DataFrame, baselines: list[s
         c.lines.append(f"binding: {base}'s clip removed the gradient of {_fmt(iv, pct=True).lstrip('+')} of its tokens "
                        f"(`{column}`, mean over steps per seed); needed: at least {need:.1%} — "
                        + ("passed" if ok else "FAILED"))
-        if not ok:
+        if not ok:  # plain GRPO's clip not acting: no clipping claim can be resolved in this setting
             for k in prereg.contrasts:
-                if base in (k.arm, k.baseline):
+                if base == "grpo" or base in (k.arm, k.baseline):
                     c.unresolvable.setdefault(k.name, f"{base}'s clip binds on {iv.mean:.2%} of tokens, below the "
                                                       f"pre-registered {need:.1%}: clipping hardly acts here")
 

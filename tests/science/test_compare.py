@@ -17,13 +17,17 @@ from dhpo_suite.science import compare as cmp
 STEPS = 40
 
 
-def write_run(path, algo, seed, heldout: dict[int, float], entropy, length, clip=None, status="completed"):
+def write_run(path, algo, seed, heldout: dict[int, float], entropy, length, clip=None, status="completed",
+              extra=None, hparams=None, given=None):
     """A run directory with the given held-out curve ({step: value}, step 0 = before training) and
-    per-step entropy and length (callables of the step)."""
-    hparams = {"clip": clip} if clip else {}
-    w = RunWriter(path, Manifest(algorithm=algo, hparams=hparams, seed=seed, backend="embedded"), fsync=False)
+    per-step entropy and length (callables of the step); `extra(step)`: more scalars; `hparams`: resolved
+    objective settings; `given`: those set explicitly (`--hp`, the manifest's config)."""
+    hparams = {**({"clip": clip} if clip else {}), **(hparams or {})}
+    w = RunWriter(path, Manifest(algorithm=algo, hparams=hparams, seed=seed, backend="embedded",
+                                 config={"hparams": given or {}}), fsync=False)
     for step in range(1, STEPS + 1):
-        s = {"entropy/mean": entropy(step), "length/mean": length(step), "reward/mean": 0.5}
+        s = {"entropy/mean": entropy(step), "length/mean": length(step), "reward/mean": 0.5, **(extra(step) if extra
+                                                                                              else {})}
         if step == 1 and 0 in heldout:
             s["eval/heldout_reward_initial"] = heldout[0]
         if step in heldout:
