@@ -141,6 +141,12 @@ def _binary(path: Path) -> Path:
     return path
 
 
+def _rows(path: Path) -> Path:
+    """A valid grade input of one row."""
+    path.write_text('{"response": "so the answer is $\\\\boxed{2}$", "answer": "2"}\n')
+    return path
+
+
 def _file(tmp: Path) -> Path:
     (tmp / "a-file").write_text("keep me\n")
     return tmp / "a-file"
@@ -291,6 +297,15 @@ CASES = [
     pytest.param(Case("export-out-read-only", lambda t, f: ["export", str(_synthetic_run(t)), "--to", "tensorboard",
                                                             "--out", str(_read_only(t / "ro") / "tb")], 2,
                       "is not writable (cannot create"), marks=_AS_ROOT, id="export-out-read-only"),
+    # -- grade: options and --out checked before any row is graded (issue 29)
+    *[Case(f"grade-timeout{v}", (lambda v: lambda t, f: ["grade", str(_rows(t / "r.jsonl")), "--timeout", v])(v), 2,
+           f"--timeout: must be in (0, 86400] seconds, got {float(v)}") for v in ("inf", "nan", "0", "-1")],
+    Case("grade-out-missing-dir", lambda t, f: ["grade", str(_rows(t / "r.jsonl")), "--out", str(t / "no" / "g.jsonl")],
+         2, "--out: "),
+    Case("grade-out-is-a-dir", lambda t, f: ["grade", str(_rows(t / "r.jsonl")), "--out", str(t)], 2,
+         "is a directory, not a file"),
+    Case("grade-out-unwritable", lambda t, f: ["grade", str(_rows(t / "r.jsonl")), "--out", "/proc/g.jsonl"], 2,
+         "--out: cannot write /proc/g.jsonl"),
     # -- dashboard
     Case("dashboard-port-70000", lambda t, f: ["dashboard", str(t), "--port", "70000"], 2,
          "--port: must be an integer from 1 to 65535, got 70000"),
@@ -382,13 +397,16 @@ def test_resume_with_the_stored_values_given_explicitly_is_accepted(tmp_path, mo
 
 
 def _state(directory: Path, step: int) -> None:
-    """A trainer state with plain data only (what save_checkpoint writes, minus a real optimizer)."""
+    """A trainer state with plain data only (what save_checkpoint writes, for a one-parameter model)."""
     import random
 
     import torch
 
-    torch.save({"step": step, "optimizer": {}, "scheduler": {}, "generator": torch.Generator().get_state(),
-                "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()}, directory / "trainer_state.pt")
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    torch.save({"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "generator": torch.Generator().get_state(), "torch_rng": torch.get_rng_state(),
+                "python_rng": random.getstate()}, directory / "trainer_state.pt")
 
 
 def test_unexpected_errors_are_one_line_unless_debug(monkeypatch):
