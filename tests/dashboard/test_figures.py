@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dhpo_suite.dashboard.collapse import detect_collapse
+from dhpo_suite.dashboard.collapse import detect_collapse, verdict
 from dhpo_suite.dashboard.figures import collapse as fc
 from dhpo_suite.dashboard.figures import curves as fcur
 from dhpo_suite.dashboard.figures import evaluation as fe
@@ -283,3 +283,34 @@ def test_token_text_contrasts_with_every_cell_and_the_legend_uses_the_same_colou
             assert (max(a, b) + 0.05) / (min(a, b) + 0.05) >= 4.5, (column, bg)
     legend = color_legend_html("token_ratio", (0.8, 1.28))
     assert "#2166ac" in legend and "#b2182b" in legend  # the full colours at the trust-region edges
+
+
+def test_an_entropy_only_collapse_is_marked_on_the_entropy_row_as_the_verdict_says():
+    # Issue 30: the verdict said "entropy collapsed at step 187" while the chart had no marker.
+    steps = np.arange(60)
+    f = pd.DataFrame({"run": "a", "step": steps, "entropy/mean": np.where(steps >= 30, 0.1, 0.8),
+                      "length/mean": 100.0})
+    v = detect_collapse(f.set_index("step")["entropy/mean"], f.set_index("step")["length/mean"])
+    assert verdict(v) == "entropy collapsed at step 30; length held"
+    why = fc.why_figure(f, {"a": v})
+    assert [(s["x0"], s["yref"], s["line"]["dash"]) for s in why.layout.shapes] == [(30, "y domain", "dot")]
+    assert [a.text for a in why.layout.annotations] == ["a: entropy from 30"]
+    f["length/mean"] = np.where(steps >= 40, 50.0, 100.0)  # then length too: both onsets and the run's collapse
+    v = detect_collapse(f.set_index("step")["entropy/mean"], f.set_index("step")["length/mean"])
+    assert verdict(v) == "collapsed at step 40 (entropy from 30, length from 40)"
+    why = fc.why_figure(f, {"a": v})
+    # the entropy onset on its row; the run's step (= the length onset) on every row
+    assert sorted((s["x0"], s["yref"], s["line"]["dash"]) for s in why.layout.shapes) == [
+        (30, "y domain", "dot"), (40, "y domain", "dash"), (40, "y2 domain", "dash")]
+
+
+def test_a_click_on_overlapping_curves_opens_the_run_drawn_on_top():
+    # Issue 30: on two runs' coinciding plateaus a click opened the run already on view, not the clicked one.
+    f = pd.concat([pd.DataFrame({"run": r, "step": np.arange(20), "entropy/mean": 0.8, "length/mean": 100.0})
+                   for r in ("a", "b")], ignore_index=True)
+    why = fc.why_figure(f, {})
+    ent = {t.name: i for i, t in enumerate(why.data) if t.meta == "entropy/mean"}
+    both = [{"curve_number": ent["b"], "x": 5}, {"curve_number": ent["a"], "x": 5}]
+    assert fc.clicked(both, why.data) == ("b", 5) and fc.clicked(both[::-1], why.data) == ("b", 5)
+    assert fc.clicked([{"curve_number": ent["a"], "x": 7.0}], why.data) == ("a", 7)
+    assert fc.clicked([], why.data) is None

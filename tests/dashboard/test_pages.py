@@ -23,6 +23,9 @@ def check_runs(at, root):
     # Summaries beside the settings: final values are the mean of the last 10 logged steps.
     assert table.loc["dhpo-e", "final entropy"] == pytest.approx(0.08) and table.loc["grpo", "final entropy"] == 0.8
     assert table.loc["dhpo-e", "collapse step"] == 18 and pd.isna(table.loc["grpo", "collapse step"])
+    assert table.loc["dhpo-e", "entropy collapse"] == 18 and table.loc["dhpo-e", "length collapse"] == 18
+    assert table.loc["dhpo-e", "collapse"] == "collapsed at step 18 (entropy from 18, length from 18)"
+    assert table.loc["grpo", "collapse"] == "no collapse"
     assert table.loc["dhpo-e", "last eval AVG"] == pytest.approx(30.0)  # step-20 evaluation: 0.1 + 20/100
     assert table.loc["grpo", "final reward"] == pytest.approx(np.mean([0.2 + 0.5 * s / 30 for s in range(20, 30)]))
     assert table.loc["dhpo-e", "eps_high"] == 0.28 and table.loc["grpo", "eps_low"] == 0.2
@@ -276,3 +279,9 @@ def test_runs_table_follows_unpicked_running_runs_and_new_evaluations(tmp_path, 
     table = at.dataframe[0].value
     assert table.loc["live", "steps"] == 3 and "live (3 steps)" in texts(at)
     assert table.loc["done", "evals"] == 1 and table.loc["done", "last eval AVG"] == pytest.approx(14.0)
+
+
+def test_counts_stay_integers_beside_an_invalid_run(damaged_root, monkeypatch):
+    table = open_page(monkeypatch, damaged_root, "runs.py").dataframe[0].value
+    assert pd.isna(table.loc["bad-manifest", "steps"]) and table.loc["partial", "steps"] == 8
+    assert all(str(table[c].dtype) == "Int64" for c in ("steps", "evals", "checkpoints", "seed", "last_step"))

@@ -69,11 +69,7 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
         fig.update_yaxes(title_text=title if len(metrics) > 1 else axis_title(metrics[0]), row=r, col=1,
                          tickformat=".2~%" if fraction else ".3~g", title_font_size=11)
     styles = "; ".join(f"{_SHORT[m]} {_DASH[m]}" for _, ms in rows for m in ms if m in _SHORT)
-    for run, v in verdicts.items():
-        if v.step is not None and run in colors:
-            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2))
-            fig.add_annotation(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
-                               xanchor="left", yanchor="bottom", font=dict(color=colors[run]))
+    _mark_onsets(fig, rows, verdicts, colors)
     fig.update_xaxes(title_text="training step (click a point of the entropy or length row: that step opens below)",
                      row=len(rows))
     fig.update_layout(title=f"Collapse: when and why · {styles}", height=170 * len(rows) + 120,
@@ -83,7 +79,38 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
                       clickmode="event+select")
     return fig
 
-__all__ = ["why_figure", "WHY_ROWS", "entropy_percentiles", "EntropySplit", "entropy_split", "entropy_split_figure"]
+def _mark_onsets(fig: go.Figure, rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -> None:
+    """The verdict's steps, on the chart: the entropy onset on the entropy row and the length onset on the
+    length row (dotted, labelled; unless it is the run's step), and the run's collapse (both have collapsed)
+    across every row (dashed). An
+    entropy-only collapse ("entropy collapsed at step s; length held") is thus marked, at s, on its row."""
+    row_of = {ms[0]: r for r, (_, ms) in enumerate(rows, start=1)}
+    for run, v in verdicts.items():
+        if run not in colors:
+            continue
+        for metric, onset, what in (("entropy/mean", v.entropy.step, "entropy"), ("length/mean", v.length.step, "length")):
+            if onset is not None and metric in row_of and onset != v.step:  # the run's line marks it already
+                fig.add_vline(x=onset, line=dict(color=colors[run], dash="dot", width=2), row=row_of[metric], col=1,
+                              annotation=dict(text=f"{run}: {what} from {onset}", font=dict(color=colors[run], size=11),
+                                              xanchor="left", yanchor="top"), annotation_position="top right")
+        if v.step is not None:
+            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2))
+            fig.add_annotation(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
+                               xanchor="left", yanchor="bottom", font=dict(color=colors[run]))
+
+
+def clicked(points: list[dict], traces: tuple) -> tuple[str, int] | None:
+    """(run, step) of a click on the "why" chart: Streamlit returns every point at the clicked place, and
+    where curves overlap (two runs on the same plateau) that is several runs' points. The run is the one drawn
+    on top there (the highest trace number), the one the reader sees and clicked; not the run already on view."""
+    hits = [p for p in points if p.get("curve_number") is not None and p["curve_number"] < len(traces)]
+    if not hits:
+        return None
+    top = max(hits, key=lambda p: p["curve_number"])
+    return str(traces[top["curve_number"]].legendgroup), int(round(float(top["x"])))
+
+
+__all__ = ["why_figure", "clicked", "WHY_ROWS", "entropy_percentiles", "EntropySplit", "entropy_split", "entropy_split_figure"]
 
 
 def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:

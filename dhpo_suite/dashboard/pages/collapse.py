@@ -61,12 +61,10 @@ def detector() -> None:
     click = tuple((p.get("curve_number"), p.get("x")) for p in points)
     if click and click != st.session_state.get("_collapse_click"):  # a new click: open that step below
         st.session_state["_collapse_click"] = click
-        # Every run's point at the clicked step comes back (shared hover): keep the run on view if it has one.
-        runs = [why.data[c].legendgroup for c, _ in click if c is not None and c < len(why.data)]
-        if st.session_state.get("collapse_run") not in runs and runs and runs[0] in ctx.selected:
-            st.session_state["collapse_run"] = runs[0]
-        st.session_state["collapse_step_box"] = int(round(float(points[0]["x"])))
-        st.rerun(scope="app")  # the step view lies outside this live fragment
+        hit = fig.clicked(points, why.data)
+        if hit is not None and hit[0] in ctx.selected:
+            st.session_state["collapse_run"], st.session_state["collapse_step_box"] = hit
+            st.rerun(scope="app")  # the step view lies outside this live fragment
 
 
 detector()

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dhpo_suite.dashboard import controls, data, frames
-from dhpo_suite.dashboard.collapse import detect_collapse
+from dhpo_suite.dashboard.collapse import detect_collapse, verdict
 from dhpo_suite.dashboard.registry import PAGE_DIR, QUESTIONS
 
 ctx = controls.context()
@@ -16,6 +16,8 @@ links = st.columns(len(QUESTIONS))
 for col, (question, page) in zip(links, QUESTIONS):
     col.page_link(str(PAGE_DIR / page), label=question, query_params={"runs": ",".join(ctx.selected)})
 
+INTEGERS = ("group_size", "steps", "last_step", "checkpoints", "evals", "seed", "collapse step", "entropy collapse",
+            "length collapse")
 FINAL = 10  # final values are the mean of the last FINAL logged steps (one step is noisy)
 
 
@@ -34,7 +36,8 @@ def summaries(table: pd.DataFrame) -> pd.DataFrame:
         avg = evals[max(evals)][1].get("AVG") if evals else None
         ix = sc.set_index("step") if len(sc) else sc
         c = detect_collapse(ix.get("entropy/mean", pd.Series(dtype=float)), ix.get("length/mean", pd.Series(dtype=float)))
-        rows[run] = {**final, "last eval AVG": None if avg is None else 100 * float(avg), "collapse step": c.step}
+        rows[run] = {**final, "last eval AVG": None if avg is None else 100 * float(avg), "collapse step": c.step,
+                     "entropy collapse": c.entropy.step, "length collapse": c.length.step, "collapse": verdict(c)}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -50,9 +53,12 @@ def runs_list() -> None:
                + (f"; running, refreshed every {controls.REFRESH_S:g} s: {', '.join(running)}" if running else ""))
     shown.loc[stale, "status"] = "running (no step for 10 min: killed?)"
     order = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "status", "steps",
-             "final reward", "final entropy", "final length", "last eval AVG", "collapse step", "model", "task",
+             "final reward", "final entropy", "final length", "last eval AVG", "collapse step", "entropy collapse", "length collapse",
+             "collapse", "model", "task",
              "backend", "seed", "checkpoints", "evals", "last_step", "started_at", "last_update"]
     shown = shown[[c for c in order if c in shown.columns]]
+    counts = [c for c in INTEGERS if c in shown.columns]  # an invalid run's blanks must not turn them into floats
+    shown[counts] = shown[counts].apply(lambda col: pd.to_numeric(col, errors="coerce").round().astype("Int64"))
     st.dataframe(
         shown.style.apply(lambda col: ["font-weight: bold" if r in ctx.selected else "" for r in col.index]),
         column_config={"last_update": st.column_config.DatetimeColumn("last update", format="HH:mm:ss"),
@@ -61,7 +67,11 @@ def runs_list() -> None:
                        "final entropy": st.column_config.NumberColumn(format="%.3f", help="nats, last steps' mean"),
                        "final length": st.column_config.NumberColumn(format="%.0f", help="tokens, last steps' mean"),
                        "last eval AVG": st.column_config.NumberColumn(format="%.1f", help="% (latest checkpoint)"),
-                       "collapse step": st.column_config.NumberColumn(format="%d", help="collapse rule (docs)"),
+                       "collapse step": st.column_config.NumberColumn(
+                           format="%d", help="both entropy and length have collapsed (collapse rule, docs)"),
+                       "entropy collapse": st.column_config.NumberColumn(format="%d", help="entropy onset"),
+                       "length collapse": st.column_config.NumberColumn(format="%d", help="length onset"),
+                       "collapse": st.column_config.TextColumn(help="the verdict, as on the Entropy collapse page"),
                        "lr": st.column_config.NumberColumn(format="%.2e")},
         key="runs_table",
     )
