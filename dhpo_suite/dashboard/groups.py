@@ -6,8 +6,8 @@ group size, ..., from the manifest's hparams and resolved config), not by the al
 run is never averaged with lr 1e-4 GRPO seeds. Two runs in one group differ only in their seed (and in
 settings that do not change what is trained: output folder, threads, logging cadence, device).
 
-A group's label starts with `dhpo-suite compare`'s own label of its runs (`science.compare.run_label`:
-the algorithm, plus the clip mode for DHPO), so a sweep that varies only those reads exactly as in
+A group's label starts with `dhpo-suite compare`'s own label of its runs (`science.compare.run_labels`:
+the algorithm, the clip mode for DHPO, a varying `--hp` setting), so a sweep that varies only those reads exactly as in
 `compare`; every other differing setting is appended (`grpo · lr=0.002`). Pure functions, no Streamlit.
 """
 
@@ -69,5 +69,6 @@ def group_labels(settings: Mapping[str, Mapping[str, str]], base: Mapping[str, s
         mine = {r: s for r, s in settings.items() if base[r] == b}
         extra = sorted((everywhere | set(differing(mine))) - {"algorithm", "clip"})
         for run, s in mine.items():
-            labels[run] = " · ".join([b, *(f"{k}={s.get(k, '—')}" for k in extra)])
+            named = [k for k in extra if f"{k}=" not in b]  # compare's label may name a --hp setting already
+            labels[run] = " · ".join([b, *(f"{k}={s.get(k, '—')}" for k in named)])
     return labels

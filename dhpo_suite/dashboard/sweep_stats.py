@@ -43,7 +43,7 @@ def selection_version(table: pd.DataFrame, runs: list[str]) -> tuple:
 def sweep(version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, list[str], pd.DataFrame]:
     """(metrics: one row per run with its group label, seed and compare's per-run metrics; scalars: the runs'
     curves stacked with label, seed and run; problems; settings: one row per run, the differing settings)."""
-    rows, frames, problems, settings, base = [], {}, [], {}, {}
+    loaded, problems = [], []
     for run, path, v in version:
         try:
             reader = RunReader(path)
@@ -52,22 +52,20 @@ def sweep(version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, list[str], pd.Dat
             continue
         frame, probs = data.scalars(path, v)
         problems += probs
-        if frame.empty:
-            continue
-        settings[run], base[run] = groups.run_settings(reader.manifest.to_dict()), cmp.run_label(reader)
-        rows.append({"seed": reader.manifest.seed, "run": run, "status": reader.manifest.status,
-                     "steps": int(frame["step"].max()), **cmp.run_metrics(frame)})
-        keep = [c for c in ("step", *CURVES, cmp.HELDOUT_INITIAL) if c in frame]
-        frames[run] = frame[keep].assign(seed=reader.manifest.seed, run=run)
+        if not frame.empty:
+            loaded.append((run, reader.manifest, frame))
+    settings = {run: groups.run_settings(m.to_dict()) for run, m, _ in loaded}
+    base = dict(zip([run for run, _, _ in loaded], cmp.run_labels([m for _, m, _ in loaded])))
     labels = groups.group_labels(settings, base)
-    metrics = pd.DataFrame(rows, columns=["seed", "run", "status", "steps", *cmp.METRIC_DOCS, "collapsed"])
-    metrics.insert(0, "label", metrics["run"].map(labels))
-    parts = [f.assign(label=labels[r]) for r, f in frames.items()]
+    runs = [(run, labels[run], m.seed, m.status, frame) for run, m, frame in loaded]
+    keep = ("step", *CURVES, cmp.HELDOUT_INITIAL)
+    parts = [frame[[c for c in keep if c in frame]].assign(label=label, seed=seed, run=run)
+             for run, label, seed, _, frame in runs]
     scalars = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["step", "label", "seed", "run"])
     keys = groups.differing(settings)
-    table = pd.DataFrame([{"run": r, "group": labels[r], "seed": metrics.set_index("run").at[r, "seed"],
-                           **{k: settings[r].get(k, "—") for k in keys}} for r in settings])
-    return metrics.sort_values(["label", "seed"], ignore_index=True), scalars, problems, table
+    table = pd.DataFrame([{"run": run, "group": label, "seed": seed, **{k: settings[run].get(k, "—") for k in keys}}
+                          for run, label, seed, _, _ in runs])
+    return cmp.metrics_of(runs), scalars, problems, table
 
 
 @st.cache_data(max_entries=8, ttl=_TTL, show_spinner="Bootstrapping the intervals…")
