@@ -138,7 +138,8 @@ def _registered(console, a) -> None:
     for line in a.checks.lines:
         console.print(f"- {line}", highlight=False)
     table = Table(title="Pre-registered contrasts: paired over shared seeds", caption_justify="left",
-                  caption="t p: two-sided paired t-test; Holm p: adjusted over the family; sign-flip p: exact "
+                  caption="t p: two-sided paired t-test; Holm p: the p the verdict reads (t, or TOST for an equality), "
+                          "adjusted over the family; sign-flip p: exact "
                           "permutation; TOST p: equivalence within the margin; P(impr.): P(arm beats baseline "
                           "in the claimed direction) over all pairs of runs")
     for h in CONTRAST_HEADER:

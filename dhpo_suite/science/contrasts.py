@@ -80,6 +80,9 @@ def power_line(r: dict) -> str:
     if n < 2 or not sd > 0:
         return f"{n} seeds: no paired sd to plan from" if n < 2 else "every seed gave the same difference"
     x = stats.detectable(sd, n)
+    if r["direction"] == "equal":
+        return f"with this paired sd ({sd:.3g}), {n} seeds detect a difference of {x:.3g} at 80 % (two-sided α " \
+               f"0.05); the equivalence margin is ±{r['margin']:g}"
     need = stats.seeds_needed(r["mean"], sd)
     more = f"; the observed {r['mean']:+.3g} would need {need} seeds" if need else \
         "; the observed mean would need more than 1000 seeds"

@@ -7,6 +7,7 @@ every number without the run directories (issue #26: no interval could be re-der
                              gzip without a timestamp, so the same sweep gives the same bytes
     DATA/metrics.csv         the per-run table of `dhpo-suite compare --csv`
     DATA/sweep.json, prereg.json, update_distance.json, <sub>/sweep.json   copied as they are
+    DATA/kept.json           {"source": the sweep directory as named when exported} (for the report's commands)
 
 `export` writes the folder from a sweep directory; `load` reads it back as compare.load_sweep would read the
 runs (the same labels, seeds and metrics).
@@ -70,6 +71,7 @@ def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
     for sub in sorted(root.glob("*/sweep.json")):
         (dest / sub.parent.name).mkdir(exist_ok=True)
         shutil.copyfile(sub, dest / sub.parent.name / "sweep.json")
+    (dest / "kept.json").write_text(json.dumps({"source": str(root)}) + "\n")
     load(dest, late_frac)[0].to_csv(dest / METRICS_FILE, index=False)
     return problems
 

@@ -12,7 +12,8 @@ and we measure how far each arm's update lands from the reference arm's (GRPO 0.
 
 A ratio of a few % says the arms make near-identical updates: outcome differences between them can only be
 noise or step size, and the setting cannot resolve a claim about their mechanism. Writes
-`update_distance.json` (format in docs/sweep.md). Run: `python -m dhpo_suite.science.update_distance RUN_DIR`.
+`update_distance.json` into the sweep directory (format in docs/sweep.md; compare reads `distance`, `pairs` and
+`yardstick`). Run: `python -m dhpo_suite.science.update_distance SWEEP/grpo-s100 [--steps 10,20]`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["ARMS", "Arm", "FORMAT_VERSION", "probe_checkpoint", "probe_run", "main"]
+__all__ = ["ARMS", "Arm", "FORMAT_VERSION", "main", "merge", "probe_checkpoint", "probe_run"]
 
 FORMAT_VERSION = 1
 SECOND_ROLLOUT_OFFSET = 7_919  # the yardstick rollout's sampling seed = the run's own + this
@@ -44,13 +45,14 @@ class Arm:
     hparams: dict[str, Any] = field(default_factory=dict)
 
 
-ARMS = (  # issue 26, item 4; the first is the reference
+ARMS = (  # issue 26, item 4; the first is the reference. Names are compare's run labels (docs/sweep.md).
     Arm("grpo", "grpo", {"eps_low": 0.2, "eps_high": 0.2}),
-    Arm("grpo-clip-higher", "grpo", {"eps_low": 0.2, "eps_high": 0.28}),
+    Arm("grpo-eps_high=0.28", "grpo", {"eps_low": 0.2, "eps_high": 0.28}),
     Arm("dhpo-e-branch", "dhpo-e", {"clip": "branch"}),
     Arm("dhpo-e-unified", "dhpo-e", {"clip": "unified"}),
-    Arm("dhpo-a", "dhpo-a", {}),
+    Arm("dhpo-a-branch", "dhpo-a", {"clip": "branch"}),
 )
+MEASURE = "rms change of log pi on held-out responses (nats/token)"
 
 
 @dataclass
@@ -162,24 +164,25 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
     rollouts = {"same": _rollout(st, cfg, task, problems, step + 1, seed, pool, max_new),
                 "second": _rollout(st, cfg, task, problems, step + 1, seed + SECOND_ROLLOUT_OFFSET, pool, max_new)}
     held, before = _heldout_tokens(st, cfg, task, heldout, max_new)
-    ref, _ = _one_update(st, cfg, arms[0], rollouts["second"], held, before)
+    second, _ = _one_update(st, cfg, arms[0], rollouts["second"], held, before)
     deltas, facts = {}, {}
     for arm in arms:
         deltas[arm.name], facts[arm.name] = _one_update(st, cfg, arm, rollouts["same"], held, before)
     base = deltas[arms[0].name]
-    yard = _rms(ref - base)
-    out = {"step": step, "heldout_tokens": int(before.numel()), "reference": arms[0].name,
-           "reference_update_rms": _rms(base), "yardstick": yard,
-           "yardstick_rel": yard / _rms(base) if _rms(base) else math.nan,
+    yard = _rms(second - base)
+    others = [a.name for a in arms[1:]]
+    distance = {a: _rms(deltas[a] - base) for a in others}
+    out: dict[str, Any] = {"run": Path(run_dir).name, "step": step, "yardstick": yard,
+           "distance": distance,
+           "pairs": {f"{a}|{b}": _rms(deltas[a] - deltas[b]) for i, a in enumerate(others) for b in others[i + 1:]},
+           "reference_update": _rms(base), "heldout_tokens": int(before.numel()),
            "informative_share": _informative(rollouts["same"]),
-           "arms": {}}
-    for arm in arms:
-        d = _rms(deltas[arm.name] - base)
-        out["arms"][arm.name] = {"algo": arm.algo, "hparams": arm.hparams, "update_rms": _rms(deltas[arm.name]),
-                                 "distance": d, "distance_rel": d / _rms(base) if _rms(base) else math.nan,
-                                 "ratio": d / yard if yard else math.nan, **facts[arm.name]}
-        log(f"  step {step} {arm.name:>16}: distance/yardstick {out['arms'][arm.name]['ratio']:.3f}  "
-            f"token binding {facts[arm.name]['token_binding']:.3%}  kept {facts[arm.name]['kept_share']:.3f}")
+           "arms": {a.name: {"update": _rms(deltas[a.name]), **facts[a.name]} for a in arms}}
+    for a in arms:
+        ratio = distance.get(a.name, 0.0) / yard if yard else math.nan
+        log(f"  step {step} {a.name:>18}: distance/yardstick {ratio:.3f}  token binding "
+            f"{facts[a.name]['token_binding']:.2%}  kept {facts[a.name]['kept_share']:.3f}")
+    log(f"  step {step}: yardstick {yard:.4g}, GRPO's update {_rms(base):.4g} (rms nats/token)")
     return out
 
 
@@ -199,10 +202,15 @@ def probe_run(run_dir: Path, steps: list[int] | None = None, *, arms: tuple[Arm,
     t0 = time.perf_counter()
     with GraderPool(workers=1, timeout=10.0) as pool:
         entries = [probe_checkpoint(Path(run_dir), s, arms=arms, heldout=heldout, pool=pool, log=log) for s in steps]
-    return {"version": FORMAT_VERSION, "run": str(run_dir), "algorithm": reader.manifest.algorithm,
-            "seed": reader.manifest.seed, "task": reader.manifest.task,
+    return {"version": FORMAT_VERSION, "baseline": arms[0].name, "measure": MEASURE,
             "arms": [{"name": a.name, "algo": a.algo, "hparams": a.hparams} for a in arms],
             "heldout_responses": heldout, "checkpoints": entries, "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' results as one file: their checkpoints listed together (each names its run)."""
+    return {**results[0], "checkpoints": [cp for r in results for cp in r["checkpoints"]],
+            "wall_s": round(sum(r["wall_s"] for r in results), 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="run directories (a GRPO run with checkpoints)")
     p.add_argument("--steps", default="", help="checkpoint steps, comma-separated (default: all but the last)")
     p.add_argument("--heldout", type=int, default=64, help="held-out responses the update is measured on")
-    p.add_argument("--out", type=Path, default=None, help="JSON file (default: RUN/update_distance.json; with "
-                                                          "several runs, one file holding a list)")
+    p.add_argument("--out", type=Path, default=None, help="JSON file (default: update_distance.json in the first "
+                                                          "run's parent, the sweep directory compare reads)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
@@ -223,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as e:
             print(f"error: {run}: {e}", file=sys.stderr)
             return 2
-    out = a.out or (a.runs[0] / "update_distance.json" if len(a.runs) == 1 else Path("update_distance.json"))
-    out.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=1) + "\n")
+    out = a.out or a.runs[0].resolve().parent / "update_distance.json"
+    out.write_text(json.dumps(merge(results), indent=1) + "\n")
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
