@@ -37,6 +37,11 @@ TASKS: dict[str, Task] = {
     # Harder chains (3 steps, a product first half of the time).
     "arithmetic-hard": Task("arithmetic-hard", partial(arithmetic.make_problems, n_ops=3, max_operand=20, level=2),
                             max_new_tokens=64),
+    # The diagnostic setting (issue 26): 6-operation +/- chains of one-digit operands, one line per intermediate
+    # result (~60-tokens answers: six places where one wrong digit loses the reward), so responses are long enough
+    # for token and sequence ratios to part (docs/reproduction/diagnostic-setting.md).
+    "arithmetic-chain": Task("arithmetic-chain", partial(arithmetic.make_problems, n_ops=6, max_operand=9),
+                             max_new_tokens=96),
     # One-step "What is 12 - 7?" questions: a small pretrained chat model (SmolLM2-135M) solves ~10 % of them
     # at temperature 1.0, enough for group advantages; a pool of 234 problems, about half per split.
     "arithmetic-chat": Task("arithmetic-chat", arithmetic.question_problems, max_new_tokens=48),
