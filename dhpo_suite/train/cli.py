@@ -3,8 +3,8 @@
 Options map one-to-one onto `TrainConfig` fields (help text = the field's docstring). The objective's
 settings have one name each, its keyword: `--hp eps_low=0.1` (repeatable; any keyword of the objective)
 or, for the settings that have one, the same name as a flag (`--eps-low 0.1`). Both backends take them:
-with `--backend verl` they become verl overrides (verl_backend/hparams.py), before the extra `key=value`
-arguments, which are forwarded as Hydra overrides to `dhpo_suite.train.verl_backend.launch.run` with
+with `--backend verl` they become verl overrides (verl_backend/hparams.py; an extra `key=value` argument
+for the same key must agree). The extra `key=value` arguments are forwarded as Hydra overrides to `dhpo_suite.train.verl_backend.launch.run` with
 `--algo`, `--preset`, `--out`, `--dry-run`.
 """
 
@@ -165,8 +165,8 @@ def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], st
     from dhpo_suite.train.verl_backend.hparams import hparam_overrides
     from dhpo_suite.train.verl_backend.launch import run
 
-    settings = hparam_overrides(cfg.objective_hparams())  # checked by cfg.validate(); the user's extra win
-    return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + settings + extra,
+    settings = hparam_overrides(cfg.objective_hparams())  # checked by cfg.validate(); an extra must agree
+    return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + extra, settings=settings,
                dry_run=dry_run, out=Path(cfg.out) if cfg.out else None, steps=steps)
 
 

@@ -62,7 +62,7 @@ def test_ppo_loss_equals_the_library_call(objective):
 
 
 def test_knobs_from_verl_config_reach_the_objective():
-    actor = _actor("dhpo", ["++actor_rollout_ref.actor.policy_loss.clip=unified",
+    actor = _actor("dhpo", ["++actor_rollout_ref.actor.policy_loss.hparams.clip=unified",
                             "actor_rollout_ref.actor.clip_ratio_high=0.3"])
     td, out = _micro_batch(1)
     loss, _ = losses.ppo_loss(actor, out, td)
@@ -84,7 +84,7 @@ def test_entropy_from_another_micro_batch_is_refused():
     try:
         with pytest.raises(RuntimeError, match="another micro-batch"):
             make_policy_loss("dhpo-e")(padded["old_log_probs"], lp, padded["advantages"],
-                                        padded["response_mask"].bool(), "token-mean", actor)
+                                        padded["response_mask"].bool(), actor.loss_agg_mode, actor)
     finally:
         STATE.micro_batch.reset(token)
 

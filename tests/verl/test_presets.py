@@ -58,7 +58,7 @@ def test_every_algorithm_composes_and_verl_accepts_it(preset, tmp_path):
         assert dc.policy_loss.run_dir == str(tmp_path / algo)
         if algo in APPENDIX_D:
             assert (dc.clip_ratio_low, dc.clip_ratio_high) == APPENDIX_D[algo], algo
-        assert dc.calculate_entropy == (algo in ("dhpo", "dhpo-e"))
+        assert dc.calculate_entropy  # every objective: entropy/* telemetry (Fig. 1b), DHPO-E's weight
         hp = objective_hparams(algo, dc)  # what the loss will use
         if algo in APPENDIX_D:
             assert (hp["eps_low"], hp["eps_high"]) == APPENDIX_D[algo], algo
@@ -90,43 +90,48 @@ def test_sapo_uses_verl_tau_fields(tmp_path):
 
 
 def test_user_overrides_win_and_reach_the_loss(tmp_path):
-    """verl's own names (clip_ratio_high), the objective's keywords (policy_loss.hparams) and the older knob
-    spelling (policy_loss.clip, docs/verl.md before hparams existed) all reach the loss."""
+    """verl's own names (clip_ratio_high) and the objective's keywords (policy_loss.hparams) reach the loss."""
     from verl.utils.config import omega_conf_to_dataclass
 
-    for clip in ("+actor_rollout_ref.actor.policy_loss.clip=unified",
-                 "+actor_rollout_ref.actor.policy_loss.hparams.clip=unified"):
-        pl = plan("dhpo", "qwen3-4b", [clip, "actor_rollout_ref.actor.clip_ratio_high=0.3",
-                                       "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1"], out=tmp_path)
-        actor = omega_conf_to_dataclass(pl.config.actor_rollout_ref.actor)
-        hp = objective_hparams("dhpo", actor)
-        assert hp["clip"] == "unified" and hp["eps_high"] == 0.3 and hp["seq_eps_high"] == 0.28
-        assert hp["seq_eps_low"] == 0.1 and hp["eps_low"] == 0.2
-
-
-def test_hparams_wins_over_verls_field(tmp_path):
-    pl = plan("grpo", "qwen3-4b", ["+actor_rollout_ref.actor.policy_loss.hparams.eps_low=0.1"], out=tmp_path)
-    assert objective_hparams("grpo", pl.config.actor_rollout_ref.actor)["eps_low"] == 0.1
+    pl = plan("dhpo", "qwen3-4b", ["+actor_rollout_ref.actor.policy_loss.hparams.clip=unified",
+                                   "actor_rollout_ref.actor.clip_ratio_high=0.3",
+                                   "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1"], out=tmp_path)
+    actor = omega_conf_to_dataclass(pl.config.actor_rollout_ref.actor)
+    hp = objective_hparams("dhpo", actor)
+    assert hp["clip"] == "unified" and hp["eps_high"] == 0.3 and hp["seq_eps_high"] == 0.28
+    assert hp["seq_eps_low"] == 0.1 and hp["eps_low"] == 0.2
+    assert pl.resolution.hparams == hp  # what the launcher printed and wrote into the manifest
+    assert pl.resolution.source["eps_high"] == "actor.clip_ratio_high"
 
 
 @pytest.mark.parametrize("algo, override, expect", [
     ("grpo", "+actor_rollout_ref.actor.policy_loss.hparams.mixing=avg",
      "actor.policy_loss.hparams.mixing: objective 'grpo' has no hyper-parameter 'mixing'; it takes: eps_low, "
      "eps_high, dual_clip, loss_agg_mode"),
-    ("grpo", "+actor_rollout_ref.actor.policy_loss.hparams.eps_low=abc",
-     "actor.policy_loss.hparams.eps_low: objective 'grpo': eps_low='abc' must be a number"),
+    ("grpo", "+actor_rollout_ref.actor.policy_loss.hparams.dual_clip=abc",
+     "actor.policy_loss.hparams.dual_clip: objective 'grpo': dual_clip='abc' must be a number"),
     ("grpo", "actor_rollout_ref.actor.clip_ratio_low=1.5", "actor.clip_ratio_low: objective 'grpo': eps_low=1.5 must"),
     ("sapo", "actor_rollout_ref.actor.tau_neg=0", "actor.tau_neg: objective 'sapo': tau_neg=0 must be > 0"),
     ("dhpo-e", "+actor_rollout_ref.actor.policy_loss.hparams.mixing=avg", "contradicts the name"),
-    ("dhpo", "+actor_rollout_ref.actor.policy_loss.entropy_scope=batch",  # the old spelling and the new disagree
-     "actor.policy_loss.hparams.entropy_scope='sequence' contradicts actor.policy_loss.entropy_scope='batch'"),
+    # One name per setting: verl's own field, not a second spelling under hparams.
+    ("grpo", "+actor_rollout_ref.actor.policy_loss.hparams.eps_low=0.1",
+     "actor.policy_loss.hparams.eps_low: on verl this setting is verl's own field; set "
+     "actor_rollout_ref.actor.clip_ratio_low instead"),
+    # verl's dual-clip constant is not our GRPO's (the paper's GRPO has none): refused, not ignored.
+    ("grpo", "actor_rollout_ref.actor.clip_ratio_c=2.0",
+     "actor.clip_ratio_c=2.0: verl's dual-clip constant is not read by dhpo_suite.grpo (its dual clip: "
+     "+actor_rollout_ref.actor.policy_loss.hparams.dual_clip)"),
+    ("dhpo-e", "actor_rollout_ref.actor.calculate_entropy=false", "calculate_entropy=false: dhpo_suite.dhpo-e mixes"),
+    ("grpo", "algorithm.rollout_correction.rollout_is=token", "rollout_correction.rollout_is=token: dhpo_suite"),
+    ("grpo", "actor_rollout_ref.rollout.max_model_len=2048", "max_model_len=2048 < data.max_prompt_length + "),
+    ("grpo", "actor_rollout_ref.actor.clip_ratio_hi=0.3", "verl override actor_rollout_ref.actor.clip_ratio_hi: no "
+     "such key in verl's config (did you mean actor_rollout_ref.actor.clip_ratio_high?)"),
 ])
 def test_bad_setting_stops_the_launch_with_one_line_naming_the_key(tmp_path, algo, override, expect):
     from dhpo_suite.train.verl_backend.launch import LaunchError
 
-    extra = ["+actor_rollout_ref.actor.policy_loss.hparams.entropy_scope=sequence"] if algo == "dhpo" else []
     with pytest.raises(LaunchError) as err:
-        plan(algo, "qwen3-4b", [override, *extra], out=tmp_path)
+        plan(algo, "qwen3-4b", [override], out=tmp_path)
     assert expect in str(err.value) and "\n" not in str(err.value)
 
 
@@ -161,7 +166,7 @@ def test_bad_step_count_is_one_error_line(capsys, tmp_path):
 @pytest.mark.parametrize("extra, expect", [
     (["+actor_rollout_ref.actor.policy_loss.hparams.clip=unified",
       "+actor_rollout_ref.actor.policy_loss.hparams.seq_eps_high=0.5"], {"clip": "unified", "seq_eps_high": 0.5}),
-    (["+actor_rollout_ref.actor.policy_loss.hparams.eps_high=0.3"], {"eps_high": 0.3}),  # wins over clip_ratio_high
+    (["actor_rollout_ref.actor.clip_ratio_high=0.3"], {"eps_high": 0.3}),  # verl's own field
 ])
 def test_verls_real_loss_call_uses_the_hparams(extra, expect):
     """verl's own `ppo_loss` (wrapped by the plugin) on a real micro-batch equals the library call with the same
@@ -185,3 +190,14 @@ def test_verls_real_loss_call_uses_the_hparams(extra, expect):
                                     padded["response_mask"].bool(), ent, batch_num_tokens=td["batch_num_tokens"],
                                     global_batch_size=td["global_batch_size"])
     assert not torch.equal(default.loss, expect_out.loss)  # the settings changed the loss
+
+
+def test_lengths_and_budgets_follow_the_users_overrides(tmp_path):
+    """`data.max_response_length=16384` (the paper's evaluation budget) reaches vLLM's context and the token
+    budgets; before, they were derived from the preset's 4096 and vLLM clamped generation silently."""
+    cfg = plan("grpo", "qwen3-1.7b", ["data.max_response_length=16384"], out=tmp_path).config
+    rollout, actor = cfg.actor_rollout_ref.rollout, cfg.actor_rollout_ref.actor
+    assert rollout.max_model_len >= 1024 + 16384
+    assert actor.ppo_max_token_len_per_gpu >= 1024 + 16384
+    assert rollout.log_prob_max_token_len_per_gpu >= 1024 + 16384
+    assert actor.policy_loss.telemetry.max_response_length == 16384  # truncated = reached vLLM's budget

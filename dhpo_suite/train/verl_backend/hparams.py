@@ -1,34 +1,30 @@
-"""The objective's settings on verl's config tree: one name per setting, the objective's own keyword.
+"""The objective's settings on verl's config tree: one name per setting, one resolution, one table.
 
-    +actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1   # any keyword of the objective
-    actor_rollout_ref.actor.clip_ratio_low=0.1                      # or verl's own name, where verl has one
+Five settings are fields of verl's actor config, which verl users know; on verl that field is their one name
+(`VERL_FIELDS`). Every other setting is the objective's own keyword under `actor.policy_loss.hparams`:
 
-`actor.policy_loss.hparams` (a dict of `DHPOPolicyLossConfig`, config.py) takes every keyword of the
-objective, the names `get_objective` and `dhpo-suite train --hp` take. Five settings are also fields of
-verl's actor config, which verl users know; they are mapped here, once (`VERL_FIELDS`):
+    actor_rollout_ref.actor.clip_ratio_high=0.28                   # eps_high: verl's field, its only name
+    +actor_rollout_ref.actor.policy_loss.hparams.seq_eps_low=0.1   # any other keyword of the objective
 
-    eps_low, eps_high   actor.clip_ratio_low, actor.clip_ratio_high (each falls back to actor.clip_ratio)
-    tau_pos, tau_neg    actor.tau_pos, actor.tau_neg
-    loss_agg_mode       actor.loss_agg_mode (the `loss_agg_mode` verl passes to the loss)
+verl's YAML gives its fields values (clip_ratio_low/high 0.2, loss_agg_mode token-mean) whether or not the user
+wrote them. `resolve` tells them apart: a field the user set (on the command line, or to a value that is not
+verl's YAML default) is the user's; otherwise the objective's paper default (Appendix D) applies and is written
+back into verl's field, so verl's printed config shows what the loss uses. Where the user's intent is unknown
+(`explicit=None`: a config that never went through the start-up check), a verl default that is not the
+paper's is refused instead of trained silently. Writing a verl-field setting as `policy_loss.hparams.<key>`
+is refused (one name), as is verl's `clip_ratio_c` (our GRPO's dual clip is `hparams.dual_clip`).
 
-Resolution (`objective_hparams`): the objective's defaults, then verl's fields, then `policy_loss.hparams`
-(it wins), checked once by the objective library (`registry.resolve_hparams`); an error names the config
-key it came from. The launcher writes verl's fields for those five (where verl users look in the composed
-config) and `policy_loss.hparams.<key>` for the others (`hparam_overrides`).
-
-Older spellings (`policy_loss.mixing`, `.clip`, `.seq_clip_ratio_low/high`, `.avg_weight`, `.entropy_scope`,
-`.dual_clip`, before `hparams` existed) are still read so existing scripts run (`LEGACY_KNOBS`, frozen: a
-new setting gets none); setting one and its `hparams` key to different values is an error.
-
-A leaf: no verl import; the objective library is imported when a function runs.
+The driver resolves once (startup.py) and marks `policy_loss.resolved`; workers then read verl's fields and
+`hparams` as final (`objective_hparams`, cached per config object). A leaf: no verl import.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-__all__ = ["ACTOR", "HPARAMS_KEY", "LEGACY_KNOBS", "VERL_FIELDS", "check_hparams", "format_value", "hparam_overrides",
-           "objective_hparams"]
+__all__ = ["ACTOR", "HPARAMS_KEY", "VERL_FIELDS", "Resolution", "check_given", "format_value", "hparam_overrides",
+           "objective_hparams", "resolve"]
 
 ACTOR = "actor_rollout_ref.actor"
 HPARAMS_KEY = f"{ACTOR}.policy_loss.hparams"
@@ -40,18 +36,9 @@ VERL_FIELDS = {
     "tau_neg": "tau_neg",
     "loss_agg_mode": "loss_agg_mode",
 }
-"""Objective keyword -> verl's own actor field that carries it."""
-_VERL_FALLBACK = {"clip_ratio_low": "clip_ratio", "clip_ratio_high": "clip_ratio"}
-LEGACY_KNOBS = {
-    "mixing": "mixing",
-    "clip": "clip",
-    "seq_clip_ratio_low": "seq_eps_low",
-    "seq_clip_ratio_high": "seq_eps_high",
-    "avg_weight": "avg_weight",
-    "entropy_scope": "entropy_scope",
-    "dual_clip": "dual_clip",
-}
-"""Old `actor.policy_loss.<knob>` -> keyword. Read only, frozen."""
+"""Objective keyword -> verl's own actor field that carries it (its one name on verl)."""
+_VERL_FALLBACK = {"clip_ratio_low": "clip_ratio", "clip_ratio_high": "clip_ratio"}  # as verl's own losses read them
+PAPER = "paper default"
 
 
 def format_value(value: Any) -> str:
@@ -81,6 +68,25 @@ def hparam_overrides(hparams: Mapping[str, Any]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """What the loss of objective `objective` uses, where each value came from, what verl's config must show."""
+
+    objective: str
+    hparams: dict[str, Any]
+    """Every setting of the objective, resolved and checked by the objective library."""
+    source: dict[str, str]
+    """Setting -> the config key it came from, or "paper default"."""
+    verl_writes: dict[str, Any]
+    """verl actor field -> value to write so verl's config shows the value the loss uses."""
+
+    def table(self) -> str:
+        """The settings the loss uses, one per line (printed once at start-up, and by --dry-run)."""
+        width = max(len(k) for k in self.hparams)
+        rows = [f"  {k:<{width}}  {format_value(v):<22} {self.source[k]}" for k, v in self.hparams.items()]
+        return "\n".join([f"dhpo_suite.{self.objective}: the loss's settings", *rows])
+
+
 def _get(node: Any, key: str) -> Any:
     """`node.key` of a DictConfig, a dict or a dataclass; None when absent."""
     if node is None:
@@ -90,58 +96,98 @@ def _get(node: Any, key: str) -> Any:
     return getattr(node, key, None)
 
 
-def _policy_loss_settings(policy_loss: Any) -> dict[str, tuple[str, Any]]:
-    """keyword -> (config key it came from, value) from `policy_loss.hparams` and the old knobs."""
-    prefix = "actor.policy_loss"
-    out: dict[str, tuple[str, Any]] = {}
-    for knob, key in LEGACY_KNOBS.items():
-        value = _get(policy_loss, knob)
-        if value is not None:
-            out[key] = (f"{prefix}.{knob}", value)
-    for key, value in dict(_get(policy_loss, "hparams") or {}).items():
-        key = str(key)
-        if key in out and out[key][1] != value:
-            raise ValueError(f"{prefix}.hparams.{key}={value!r} contradicts {out[key][0]}={out[key][1]!r}: "
-                             f"set it once, as {prefix}.hparams.{key}")
-        out[key] = (f"{prefix}.hparams.{key}", value)
-    return out
+def _given_hparams(policy_loss: Any) -> dict[str, Any]:
+    given = {str(k): v for k, v in dict(_get(policy_loss, "hparams") or {}).items()}
+    for key in given:
+        if key in VERL_FIELDS:
+            raise ValueError(f"actor.policy_loss.hparams.{key}: on verl this setting is verl's own field; "
+                             f"set actor_rollout_ref.actor.{VERL_FIELDS[key]} instead (one name per setting)")
+    return given
 
 
-def _resolve(name: str, given: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+def _verl_field(actor: Any, field: str) -> tuple[str, Any]:
+    value, source = _get(actor, field), field
+    if value is None and field in _VERL_FALLBACK:
+        source = _VERL_FALLBACK[field]
+        value = _get(actor, source)
+    return source, value
+
+
+def resolve(name: str, actor: Any, explicit: frozenset[str] | None = None,
+            verl_defaults: Mapping[str, Any] | None = None) -> Resolution:
+    """Every setting of objective `name` from verl's actor config `actor` (module docstring).
+
+    `explicit`: actor fields the user wrote (command line), or None when unknown. `verl_defaults`: verl's YAML
+    values of its actor fields (seam.verl_actor_defaults); a field equal to its YAML value and not in `explicit`
+    is verl's default, not the user's. Raises ValueError naming the config key.
+    """
+    from dhpo_suite.train.objectives.registry import default_hparams
+
+    policy_loss = _get(actor, "policy_loss")
+    resolved = bool(_get(policy_loss, "resolved"))
+    defaults, verl_defaults = default_hparams(name), verl_defaults or {}
+    given = _given_hparams(policy_loss)
+    source = {k: f"actor.policy_loss.hparams.{k}" for k in given}
+    writes: dict[str, Any] = {}
+    for key, field in VERL_FIELDS.items():
+        if key not in defaults:
+            continue
+        where, value = _verl_field(actor, field)
+        is_verl_default = where in verl_defaults and value == verl_defaults[where]
+        if resolved or (explicit is not None and where in explicit) or not is_verl_default:
+            given[key], source[key] = value, f"actor.{where}"
+        elif explicit is not None or value == defaults[key]:
+            source[key] = f"{PAPER} (verl's YAML: {format_value(value)})" if value != defaults[key] else PAPER
+            if value != defaults[key]:
+                writes[field] = defaults[key]
+        else:
+            raise ValueError(
+                f"actor.{where}={format_value(value)} is verl's YAML default, not dhpo_suite.{name}'s {key}="
+                f"{format_value(defaults[key])} (paper, Appendix D): set actor_rollout_ref.actor.{field} explicitly")
+    clip_c = _get(actor, "clip_ratio_c")
+    if "clip_ratio_c" in verl_defaults and clip_c != verl_defaults["clip_ratio_c"] or (
+            explicit is not None and "clip_ratio_c" in explicit):
+        hint = "+actor_rollout_ref.actor.policy_loss.hparams.dual_clip" if "dual_clip" in defaults else "nothing"
+        raise ValueError(f"actor.clip_ratio_c={format_value(clip_c)}: verl's dual-clip constant is not read by "
+                         f"dhpo_suite.{name} (its dual clip: {hint})")
+    hparams = _checked(name, given, source)
+    for key in hparams:
+        source.setdefault(key, PAPER)
+    return Resolution(name, hparams, source, writes)
+
+
+def _checked(name: str, given: dict[str, Any], source: Mapping[str, str]) -> dict[str, Any]:
     """The objective library's resolution; an error is prefixed with the config key of the bad value."""
     from dhpo_suite.train.objectives.registry import HparamError, resolve_hparams
 
     try:
-        return resolve_hparams(name, {k: v for k, (_, v) in given.items()})
+        return resolve_hparams(name, given)
     except HparamError as e:
-        where = given[e.key][0] if e.key in given else "actor.policy_loss.hparams"
-        raise ValueError(f"{where}: {e}") from None
+        raise ValueError(f"{source.get(e.key, 'actor.policy_loss.hparams')}: {e}") from None
+
+
+def check_given(name: str, policy_loss: Any) -> None:
+    """Check `actor.policy_loss.hparams` alone (DHPOPolicyLossConfig.__post_init__): one line naming the key."""
+    given = _given_hparams(policy_loss)
+    _checked(name, given, {k: f"actor.policy_loss.hparams.{k}" for k in given})
+
+
+_CACHE: dict[int, tuple[Any, dict[str, Any]]] = {}
 
 
 def objective_hparams(name: str, config: Any, loss_agg_mode: str | None = None) -> dict[str, Any]:
-    """Every setting of objective `name` from verl's actor `config` (module docstring), resolved and checked.
+    """What the loss of objective `name` uses under verl's actor `config` (resolved once per config object).
 
-    `loss_agg_mode`: the one verl passed to the loss (default: `config.loss_agg_mode`).
+    `loss_agg_mode`: the one verl passed to the loss; it must be the resolved one (verl reads the same field).
     """
-    from dhpo_suite.train.objectives.registry import hparam_names
+    from dhpo_suite.train.verl_backend import seam
 
-    accepted = hparam_names(name)
-    given: dict[str, tuple[str, Any]] = {}
-    for key, verl_field in VERL_FIELDS.items():
-        if key not in accepted:
-            continue
-        value = loss_agg_mode if key == "loss_agg_mode" and loss_agg_mode is not None else _get(config, verl_field)
-        source = verl_field
-        if value is None and verl_field in _VERL_FALLBACK:
-            source = _VERL_FALLBACK[verl_field]
-            value = _get(config, source)
-        if value is not None:
-            given[key] = (f"actor.{source}", value)
-    given.update(_policy_loss_settings(_get(config, "policy_loss")))
-    return _resolve(name, given)
-
-
-def check_hparams(name: str, policy_loss: Any) -> None:
-    """Check `actor.policy_loss`'s settings for objective `name` (DHPOPolicyLossConfig.__post_init__):
-    one clear error naming the config key on a bad one."""
-    _resolve(name, _policy_loss_settings(policy_loss))
+    cached = _CACHE.get(id(config))
+    if cached is None or cached[0] is not config:
+        cached = (config, resolve(name, config, None, seam.verl_actor_defaults()).hparams)
+        _CACHE[id(config)] = cached
+    hparams = cached[1]
+    if loss_agg_mode is not None and "loss_agg_mode" in hparams and loss_agg_mode != hparams["loss_agg_mode"]:
+        raise ValueError(f"verl passed loss_agg_mode={loss_agg_mode!r} but actor.loss_agg_mode resolves to "
+                         f"{hparams['loss_agg_mode']!r}")
+    return hparams

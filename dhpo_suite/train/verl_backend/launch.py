@@ -25,6 +25,7 @@ With `VERL_PLATFORM=cpu` the CPU platform's overrides come before the user's (cp
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -57,6 +58,7 @@ class Plan:
     run_dir: Path
     algorithm: str
     preset: str
+    resolution: Any = None  # hparams.Resolution: what the loss uses and where each value came from
 
 
 def default_run_dir(algo: str, preset: str) -> Path:
@@ -73,6 +75,26 @@ def _first_line(e: BaseException) -> str:
 
 def _keys(overrides: Sequence[str]) -> set[str]:
     return {o.lstrip("+~").split("=", 1)[0] for o in overrides}
+
+
+def _value_of(overrides: Sequence[str], key: str) -> str | None:
+    """The value the last of `overrides` gives `key` (None: not set there)."""
+    found = None
+    for o in overrides:
+        k, _, v = o.lstrip("+~").partition("=")
+        if k == key:
+            found = v
+    return found
+
+
+def _check_one_value(settings: Sequence[str], user: Sequence[str]) -> None:
+    """A setting given as a flag (`--eps-high`, `--hp`) and again as a verl override must agree."""
+    for o in settings:
+        key, _, value = o.lstrip("+").partition("=")
+        theirs = _value_of(user, key)
+        if theirs is not None and theirs != value:
+            raise LaunchError(f"{key}={theirs} contradicts the flag that set it to {value} "
+                              f"(--hp/--eps-* become {key}): give it once")
 
 
 def _merge_user_overrides(generated: list[str], user: Sequence[str]) -> list[str]:
@@ -92,14 +114,22 @@ def plan(
     out: Path | None = None,
     data_dir: Path = Path("data/verl"),
     steps: int | None = None,
+    settings: Sequence[str] = (),
+    check_inputs: bool = False,
 ) -> Plan:
-    """Compose and validate the verl config of one run (nothing is launched or written)."""
+    """Compose and validate the verl config of one run (nothing is launched or written).
+
+    `settings`: the objective's settings given as flags, as overrides (hparams.hparam_overrides); a user
+    override of the same key must agree. `check_inputs`: the model path and data files are checked before
+    composition (a launch; a dry run skips them).
+    """
     from dhpo_suite.train.verl_backend import cpu_platform
     from dhpo_suite.train.verl_backend.overrides import Paths, compose, format_value, hydra_overrides, validate
     from dhpo_suite.train.verl_backend.presets import algorithm_settings, get_preset
+    from dhpo_suite.train.verl_backend.startup import StartupError, check
 
     try:
-        settings = algorithm_settings(algo)
+        algo_settings = algorithm_settings(algo)
     except ValueError as e:
         raise LaunchError(f"--algo: {_first_line(e)}") from None
     try:
@@ -112,7 +142,10 @@ def plan(
                   str(run_dir), experiment=run_dir.name)
     if steps is not None and steps <= 0:
         raise LaunchError(f"--steps: must be > 0, got {steps}")
-    generated = hydra_overrides(p, settings, paths)
+    _check_one_value(settings, overrides)
+    if check_inputs:
+        _check_inputs_early(p.model, paths, [*settings, *overrides])
+    generated = hydra_overrides(p, algo_settings, paths) + list(settings)
     if steps is not None:
         generated.append(f"trainer.total_training_steps={steps}")
     if cpu_platform.requested():
@@ -121,25 +154,83 @@ def plan(
     try:
         cfg = compose(args)
     except Exception as e:  # hydra's override/config errors
-        raise LaunchError(f"verl override: {_first_line(e)}") from None
-    args += _derived(cfg, _keys(overrides))
+        raise LaunchError(_override_error(e)) from None
+    args += _derived(cfg, _keys(overrides), p)
+    try:
+        resolution = check(cfg, frozenset(_keys(args)), inputs=check_inputs)
+    except StartupError as e:
+        raise LaunchError(str(e)) from None
     try:
         validate(cfg)
-    except Exception as e:  # verl's own checks, our knob checks
+    except Exception as e:  # verl's own checks
         raise LaunchError(f"verl config: {_first_line(e)}") from None
     # Hydra's job directory (main_ppo.log, the composed config) goes beside verl's checkpoints in the run
     # directory, not into ./outputs/<date>/<time> of wherever the command was started.
     hydra_dir = "hydra.run.dir=" + format_value(str(run_dir / "verl" / "hydra"))
     command = [sys.executable, "-m", "verl.trainer.main_ppo", *args, hydra_dir]
-    return Plan(command, cfg, run_dir, algo, preset)
+    return Plan(command, cfg, run_dir, algo, preset, resolution)
 
 
-def _derived(cfg, user_keys: set[str]) -> list[str]:
-    """Settings that follow from the composed config unless the user set them; applied to `cfg` and returned
-    as overrides for the command line."""
+def _override_error(e: BaseException) -> str:
+    """Hydra's composition error as one line with the full key (its root cause names only the last part)."""
+    import difflib
+
+    top = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    match = re.match(r"Could not override '([^']+)'", top)
+    if not match:
+        return f"verl override: {_first_line(e)}"
+    key = match.group(1)
+    parent, _, leaf = key.rpartition(".")
+    siblings = _verl_keys(parent)
+    near = difflib.get_close_matches(leaf, siblings, n=1)
+    hint = f" (did you mean {parent + '.' if parent else ''}{near[0]}?)" if near else ""
+    if siblings and leaf not in siblings:
+        return f"verl override {key}: no such key in verl's config{hint}; a key of your own needs a leading +"
+    return f"verl override {key}: {_first_line(e)}"
+
+
+def _verl_keys(parent: str) -> list[str]:
+    """The keys under `parent` in verl's generated full ppo_trainer config (no composition needed)."""
+    from importlib.resources import files
+
     from omegaconf import OmegaConf
 
-    out = {}
+    try:
+        node: Any = OmegaConf.load(str(files("verl.trainer.config") / "_generated_ppo_trainer.yaml"))
+        for part in parent.split(".") if parent else []:
+            node = node.get(part)
+        return [str(k) for k in node.keys()] if hasattr(node, "keys") else []
+    except Exception:  # no hint is better than a second error
+        return []
+
+
+def _check_inputs_early(model: str, paths: Any, overrides: Sequence[str]) -> None:
+    """Model path and data files as the overrides give them, before the (slow) composition."""
+    from dhpo_suite.train.verl_backend.startup import StartupError, check_model_path
+
+    key = "actor_rollout_ref.model.path"
+    try:
+        check_model_path(_value_of(overrides, key) or model, key)
+    except StartupError as e:
+        raise LaunchError(str(e)) from None
+    for name, default in (("train_files", paths.train_files), ("val_files", paths.val_files)):
+        value = _value_of(overrides, f"data.{name}") or default
+        files = [f.strip(" '\"") for f in value.strip("[]").split(",")] if value.startswith("[") else [value]
+        for f in files:
+            if "://" not in f and not Path(f).expanduser().is_file():
+                raise LaunchError(f"data.{name}: {f} not found (run `dhpo-suite data prepare` first)")
+
+
+def _derived(cfg, user_keys: set[str], preset: Any) -> list[str]:
+    """Settings that follow from the composed config (the user's overrides applied) unless the user set them;
+    applied to `cfg` and returned as overrides for the command line."""
+    from omegaconf import OmegaConf
+
+    from dhpo_suite.train.verl_backend.overrides import length_settings
+
+    lengths = length_settings(preset, int(cfg.data.max_prompt_length),
+                              int(cfg.actor_rollout_ref.rollout.response_length))
+    out = {k: v for k, v in lengths.items() if k not in user_keys}
     budget = "actor_rollout_ref.actor.policy_loss.telemetry.max_response_length"
     if budget not in user_keys:  # truncated = reached the rollout's budget, whatever it was set to
         out[budget] = int(cfg.actor_rollout_ref.rollout.response_length)
@@ -152,20 +243,6 @@ def _derived(cfg, user_keys: set[str]) -> list[str]:
     return [f"++{key}={value}" for key, value in out.items()]
 
 
-def _check_inputs(cfg) -> None:
-    import pyarrow.parquet as pq
-
-    for key in ("train_files", "val_files"):
-        for f in [cfg.data[key]] if isinstance(cfg.data[key], str) else list(cfg.data[key]):
-            if not Path(f).exists():
-                raise LaunchError(f"data.{key}: {f} not found (run `dhpo-suite data prepare` first)")
-    files = [cfg.data.train_files] if isinstance(cfg.data.train_files, str) else list(cfg.data.train_files)
-    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    if rows < cfg.data.train_batch_size:  # verl would divide by zero steps per epoch
-        raise LaunchError(f"data.train_files: {rows} problems, fewer than data.train_batch_size="
-                          f"{cfg.data.train_batch_size} (one step's prompts)")
-
-
 def _open_run(pl: Plan):
     """Write the run directory's manifest (resolved config included); the workers append steps."""
     from omegaconf import OmegaConf
@@ -173,10 +250,9 @@ def _open_run(pl: Plan):
     from dhpo_suite.runs import Manifest, RunWriter, TelemetrySpec
     from dhpo_suite.runs.format import manifest_path
     from dhpo_suite.train.verl_backend.overrides import validate
-    from dhpo_suite.train.verl_backend.policy_loss import objective_hparams
 
     actor = validate(pl.config)["actor"]
-    hparams = objective_hparams(pl.algorithm, actor, actor.loss_agg_mode)
+    hparams = pl.resolution.hparams
     spec = TelemetrySpec(**dict(actor.policy_loss.telemetry or {}))
     manifest = Manifest(
         algorithm=pl.algorithm,
@@ -199,43 +275,63 @@ def run(
     out: Path | None = None,
     data_dir: Path = Path("data/verl"),
     steps: int | None = None,
+    settings: Sequence[str] = (),
 ) -> int:
     """Launch (or with dry_run print) one verl run; returns the exit code (2 = bad input, one error line;
-    128 + signal number when stopped by SIGTERM/SIGINT)."""
+    128 + N when the launcher or verl's driver was ended by signal N)."""
     from omegaconf import OmegaConf
 
+    from dhpo_suite.runs.lock import DirLock, LockHeld
+    from dhpo_suite.train.verl_backend.startup import StartupError, check_data_files
+
+    lock = None
     try:
-        pl = plan(algo, preset, overrides, out, data_dir, steps)
+        pl = plan(algo, preset, overrides, out, data_dir, steps, settings, check_inputs=not dry_run)
         if dry_run:
             print(shlex.join(pl.command))
             print(OmegaConf.to_yaml(pl.config, resolve=True))
+            print(pl.resolution.table())
             return 0
-        _check_inputs(pl.config)
+        check_data_files(pl.config)
+        lock = DirLock(pl.run_dir).acquire()  # one writer: a second launch on this --out is refused
         writer = _open_run(pl)
-    except LaunchError as e:
+    except (LaunchError, StartupError, LockHeld) as e:
+        if lock is not None:
+            lock.release()
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"run directory: {pl.run_dir}\n{shlex.join(pl.command)}", flush=True)
-    code, stopped_by = supervise(pl.command)
-    if stopped_by is not None:
-        name = signal.Signals(stopped_by).name
-        writer.close("interrupted", f"stopped by {name}; verl's Ray job and its processes were ended")
-        return 128 + stopped_by
-    writer.close("completed" if code == 0 else "failed", None if code == 0 else f"verl exited with code {code}")
-    return code
+    with lock:
+        print(f"run directory: {pl.run_dir}\n{pl.resolution.table()}\n{shlex.join(pl.command)}", flush=True)
+        env = {"TENSORBOARD_DIR": str(pl.run_dir / "verl" / "tensorboard")}  # not ./tensorboard_log of the caller
+        code, stopped_by = supervise(pl.command, env=env)
+        if stopped_by is not None:
+            name = signal.Signals(stopped_by).name
+            writer.close("interrupted", f"stopped by {name}; verl's Ray job and its processes were ended")
+            return 128 + stopped_by
+        if code < 0:  # verl's driver itself was killed by signal -code
+            writer.close("failed", f"verl's driver was killed by {signal.Signals(-code).name}")
+            return 128 - code
+        writer.close("completed" if code == 0 else "failed", None if code == 0 else f"verl exited with code {code}")
+        return code
 
 
-def supervise(command: Sequence[str], grace: float = GRACE_SECONDS) -> tuple[int, int | None]:
+HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""Signals that stop a launch cleanly (SIGHUP: the terminal closed)."""
+
+
+def supervise(command: Sequence[str], grace: float = GRACE_SECONDS,
+              env: dict[str, str] | None = None) -> tuple[int, int | None]:
     """Run verl's driver to its end; (exit code, the signal that stopped it or None).
 
     The driver runs in its own session with `RUN_MARKER` set, so every process of the launch (the driver,
-    the Ray instance it starts, Ray's workers) carries the marker. SIGTERM or SIGINT to this process is
-    passed on as SIGINT, on which verl's driver unwinds (its `finally` closes TransferQueue, Ray shuts down
-    at exit); after `grace` seconds whatever is left is killed. In every case, processes still carrying
-    the marker once the driver is gone are ended (SIGTERM, then SIGKILL).
+    the Ray instance it starts, Ray's workers) carries the marker. SIGTERM, SIGINT or SIGHUP to this process
+    is passed on as SIGINT, on which verl's driver unwinds (its `finally` closes TransferQueue, Ray shuts
+    down at exit); after `grace` seconds whatever is left is killed. In every case, processes still carrying
+    the marker once the driver is gone are ended (SIGTERM, then SIGKILL). `env`: added to the driver's.
     """
     marker = uuid.uuid4().hex
-    proc = subprocess.Popen(list(command), env={**os.environ, RUN_MARKER: marker}, start_new_session=True)
+    proc = subprocess.Popen(list(command), env={**os.environ, **(env or {}), RUN_MARKER: marker},
+                            start_new_session=True)
     stopped: list[int] = []
 
     def on_signal(signum, frame):
@@ -243,7 +339,7 @@ def supervise(command: Sequence[str], grace: float = GRACE_SECONDS) -> tuple[int
             stopped.append(signum)
             _signal(proc.pid, signal.SIGINT)
 
-    handled = (signal.SIGTERM, signal.SIGINT) if threading.current_thread() is threading.main_thread() else ()
+    handled = HANDLED if threading.current_thread() is threading.main_thread() else ()
     previous = {s: signal.signal(s, on_signal) for s in handled}  # signals reach the main thread only
     deadline = None
     try:

@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from dhpo_suite.train.verl_backend.hparams import VERL_FIELDS, format_value, hparam_overrides
+from dhpo_suite.train.verl_backend.hparams import ACTOR, VERL_FIELDS, format_value, hparam_overrides
 from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG
 from dhpo_suite.train.verl_backend.presets import AlgorithmSettings, Preset
 from dhpo_suite.train.verl_backend.registration import loss_mode
 
-__all__ = ["Paths", "hydra_overrides", "compose", "validate", "check_settings", "format_value", "REWARD_PATH"]
+__all__ = ["Paths", "hydra_overrides", "length_settings", "compose", "validate", "format_value", "REWARD_PATH"]
 
-ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
 MODEL = "actor_rollout_ref.model"
 REWARD_PATH = "pkg://dhpo_suite.train.verl_backend.reward"
@@ -53,7 +52,7 @@ def algorithm_overrides(algo: AlgorithmSettings, run_dir: str | None, telemetry:
     out = _pairs(ACTOR, {
         "policy_loss._target_": POLICY_LOSS_CONFIG,
         "policy_loss.loss_mode": loss_mode(algo.objective),
-        "calculate_entropy": algo.needs_entropy,
+        "calculate_entropy": True,  # every objective: entropy/* telemetry (and DHPO-E's weight, eq. 10)
         "entropy_coeff": 0.0,
         "use_kl_loss": False,
     })
@@ -68,8 +67,8 @@ def algorithm_overrides(algo: AlgorithmSettings, run_dir: str | None, telemetry:
 
 
 def preset_overrides(p: Preset, paths: Paths) -> list[str]:
-    """Everything of Appendix D that is not the loss: data, model, optimiser, rollout, trainer."""
-    seq = p.max_prompt_length + p.max_response_length
+    """Everything of Appendix D that is not the loss: data, model, optimiser, rollout, trainer. (The token
+    budgets that follow from the lengths are derived after the user's overrides: `length_settings`.)"""
     out = _pairs("algorithm", {"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": True, "use_kl_in_reward": False})
     out += _pairs("data", {
         "train_files": paths.train_files, "val_files": paths.val_files, "train_batch_size": p.prompt_batch,
@@ -85,16 +84,15 @@ def preset_overrides(p: Preset, paths: Paths) -> list[str]:
         "strategy": "fsdp2", "optim.lr": p.lr, "optim.lr_warmup_steps": p.warmup_steps,
         "optim.weight_decay": p.weight_decay, "ppo_mini_batch_size": p.ppo_mini_batch,
         "ppo_micro_batch_size_per_gpu": p.ppo_micro_batch_per_gpu, "use_dynamic_bsz": p.dynamic_batch_size,
-        "ppo_max_token_len_per_gpu": max(p.max_tokens_per_gpu, seq), "ppo_epochs": p.ppo_epochs,
+        "ppo_epochs": p.ppo_epochs,
         "fsdp_config.param_offload": p.offload, "fsdp_config.optimizer_offload": p.offload,
         "checkpoint.save_contents": ["model", "optimizer", "extra", "hf_model"],
     })
     out += _pairs(ROLLOUT, {
         "name": "vllm", "n": p.responses_per_prompt, "temperature": p.temperature, "top_p": p.top_p,
         "top_k": p.top_k, "tensor_model_parallel_size": p.rollout_tp,
-        "gpu_memory_utilization": p.gpu_memory_utilization, "max_model_len": seq,
+        "gpu_memory_utilization": p.gpu_memory_utilization,
         "log_prob_micro_batch_size_per_gpu": p.ppo_micro_batch_per_gpu,
-        "log_prob_max_token_len_per_gpu": 2 * max(p.max_tokens_per_gpu, seq),
     })
     out += _pairs("reward.custom_reward_function", {"path": REWARD_PATH, "name": "compute_score"})
     out += _pairs("trainer", {
@@ -106,15 +104,15 @@ def preset_overrides(p: Preset, paths: Paths) -> list[str]:
     return out
 
 
-def check_settings(actor: Any) -> None:
-    """The objective's settings as the loss will read them (verl's fields and policy_loss.hparams, hparams.py):
-    a bad one stops the launch with one line naming its config key."""
-    from dhpo_suite.train.verl_backend.hparams import objective_hparams
-    from dhpo_suite.train.verl_backend.registration import objective_of
-
-    name = objective_of(actor.policy_loss.loss_mode)
-    if name is not None:
-        objective_hparams(name, actor)
+def length_settings(p: Preset, prompt: int, response: int) -> dict[str, int]:
+    """Token budgets that follow from the prompt and response lengths (as composed, after the user's overrides):
+    vLLM's context, and the packed micro-batch budgets (log-prob passes: twice the update's)."""
+    seq = prompt + response
+    return {
+        f"{ROLLOUT}.max_model_len": seq,
+        f"{ACTOR}.ppo_max_token_len_per_gpu": max(p.max_tokens_per_gpu, seq),
+        f"{ROLLOUT}.log_prob_max_token_len_per_gpu": 2 * max(p.max_tokens_per_gpu, seq),
+    }
 
 
 def hydra_overrides(preset: Preset, algo: AlgorithmSettings, paths: Paths) -> list[str]:
@@ -138,10 +136,9 @@ def validate(cfg: Any) -> dict[str, Any]:
     """Check `cfg` with verl's own validation and config classes (no launch); returns the dataclasses.
 
     verl's validate_config builds the actor dataclass (our DHPOPolicyLossConfig included) and checks
-    batch sizes; the rollout and algorithm sections are turned into their dataclasses too.
+    batch sizes; the rollout and algorithm sections are turned into their dataclasses too. Our own start-up
+    checks (startup.check) run before this, in launch.plan.
     """
     from dhpo_suite.train.verl_backend.seam import check_config
 
-    checked = check_config(cfg)
-    check_settings(checked["actor"])
-    return checked
+    return check_config(cfg)

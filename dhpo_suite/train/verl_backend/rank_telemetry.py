@@ -11,7 +11,7 @@ plugin, seam.py):
    rows as a tensor field, through verl's mini-batch and dynamic micro-batch reshuffles, to the loss.
    Each prompt's problem and gold answer (verl's `raw_prompt` and `reward_model.ground_truth`) are gathered
    with the uids, so the writing rank can record them with every kept response;
-2. records the rollout facts of its share (reward = Σ of the first reward field present, `seam.REWARD_KEYS`:
+2. records the rollout facts of its share (reward = Σ of the first reward field present, `verl_batch.REWARD_KEYS`:
    the legacy trainer's `token_level_scores`, the v1 trainer's `rm_scores`; length; truncated = the length
    reached rollout.response_length). Padding rows that verl's v1 trainer appends so the batch divides
    into mini-batches (`upsample_batch_to_divisible_size`: empty response mask) are left out of every
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from dhpo_suite.train.verl_backend import seam
+from dhpo_suite.train.verl_backend import seam, verl_batch
 from dhpo_suite.train.verl_backend.names import objective_of
 from dhpo_suite.train.verl_backend.state import STATE
 
@@ -77,7 +77,7 @@ class StepTelemetry:
 
     def observe(self, out: ObjectiveOutput, micro_batch: MicroBatch | None) -> None:
         """Add one loss call's ObjectiveOutput computed on `micro_batch` (no-op without response ids)."""
-        rows = None if micro_batch is None else seam.micro_batch_rows(micro_batch, out.response_mask.shape[-1])
+        rows = None if micro_batch is None else verl_batch.micro_batch_rows(micro_batch, out.response_mask.shape[-1])
         if rows is None:
             return
         ids, tokens, old = rows
@@ -101,7 +101,7 @@ def _enabled(config: Any) -> bool:
 
 def _row_prompts(data: Any, real: list[bool]) -> list[Facts]:
     """(problem, gold) of each real row, (None, None) when the batch carries neither."""
-    found = seam.prompts_and_golds(data)
+    found = verl_batch.prompts_and_golds(data)
     if found is None:
         return [(None, None)] * sum(real)
     return [(p, g) for p, g, r in zip(*found, real) if r]
@@ -112,8 +112,8 @@ def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, Prom
     padding rows; see the module docstring."""
     import torch
 
-    real = seam.real_rows(data).tolist()
-    uids = seam.strings(data, "uid")
+    real = verl_batch.real_rows(data).tolist()
+    uids = verl_batch.strings(data, "uid")
     mine = ([u for u, r in zip(uids, real) if r] if uids is not None else sum(real), _row_prompts(data, real))
     everyone, rank = _all_gather(mine, group)
     facts = [f for _, fs in everyone for f in fs]  # every real row's (problem, gold), in rank order
@@ -165,11 +165,11 @@ def _all_gather(obj: Any, group: Any) -> tuple[list[Any], int]:
 
 
 def _add_rollout(acc: TelemetryAccumulator, data: Any, ids: Tensor, size: int) -> None:
-    rewards = seam.rollout_rewards(data)
+    rewards = verl_batch.rollout_rewards(data)
     if rewards is None:
         return  # no reward in the batch: token telemetry only
     real = ids >= 0
-    lengths = seam.response_mask(data)[real].sum(-1)
+    lengths = verl_batch.response_mask(data)[real].sum(-1)
     acc.add_rollout(rewards[real], lengths, lengths >= acc.spec.max_response_length, size, response_ids=ids[real])
 
 
@@ -178,7 +178,7 @@ def _spec(config: Any, data: Any) -> TelemetrySpec:
 
     opts = dict(getattr(config.policy_loss, "telemetry", None) or {})
     if "max_response_length" not in opts:  # launches set it (rollout.response_length); else the batch width
-        opts["max_response_length"] = int(seam.response_mask(data).shape[-1])
+        opts["max_response_length"] = int(verl_batch.response_mask(data).shape[-1])
     return TelemetrySpec(**opts)
 
 
@@ -200,7 +200,7 @@ def run_step(worker: Any, data: Any, update: Callable[[], Any]) -> Any:
 
     group = seam.data_parallel_group(worker)
     ids, size, prompts = _response_ids(data, group, config)
-    seam.set_response_ids(data, ids)
+    verl_batch.set_response_ids(data, ids)
     acc = TelemetryAccumulator(_spec(config, data), decode=_decoder(config))
     _add_rollout(acc, data, ids, size)
     STATE.step = StepTelemetry(acc)

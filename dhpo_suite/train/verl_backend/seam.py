@@ -15,9 +15,12 @@ public entry points (`python -m verl.trainer.main_ppo`, the `verl.trainer.config
 3. **One actor update = one telemetry step.** `TrainingWorker.train_mini_batch` (all mini-batches and PPO
    epochs of one rollout batch) runs inside `wiring.run_step`; `save_checkpoint`/`load_checkpoint` report to
    `wiring.checkpoint_saved`/`checkpoint_loaded`.
-4. **Reading verl's objects**: the worker's actor config and data-parallel group, the batch's fields (padded
-   (B, T) tensors from the legacy trainer, jagged nested tensors from the v1 trainer's TransferQueue), verl's
-   step metrics, its checkpoint layout, its policy-loss registry and config classes.
+4. **Start-up.** verl's `validate_config` (which `main_ppo` calls before Ray starts) runs `wiring.check_startup`
+   first, and `TrainingWorker.set_loss_fn` (in each worker's `init_model`, before the first rollout) runs
+   `wiring.loss_fn_set`: a plain `python -m verl.trainer.main_ppo` launch gets every check our launcher gets.
+5. **Reading verl's objects**: the worker's actor config and data-parallel group, verl's step metrics, its
+   checkpoint layouts, its policy-loss registry, config classes and YAML defaults. (The batch's fields:
+   verl_batch.py.)
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from dhpo_suite.train.verl_backend.names import RID_KEY
 from dhpo_suite.train.verl_backend.state import STATE
 
 if TYPE_CHECKING:
@@ -38,20 +40,15 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     import torch
-    from torch import Tensor
 
 __all__ = [
-    "REWARD_KEYS", "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy",
-    "micro_batch_rows", "actor_config", "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers",
-    "step_metric", "padded", "strings", "real_rows", "rollout_rewards", "response_mask", "set_response_ids",
-    "prompts_and_golds", "hf_export", "global_step_of", "register_policy_losses", "is_registered",
-    "policy_loss_config_base", "check_config",
+    "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy", "actor_config",
+    "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers", "step_metric", "hf_export",
+    "global_step_of", "register_policy_losses", "is_registered", "policy_loss_config_base", "check_config",
+    "verl_actor_defaults", "in_verl_main", "command_line_keys",
 ]
 
 _PATCHED = "__dhpo_suite_patched__"
-REWARD_KEYS = ("token_level_scores", "rm_scores", "token_level_rewards")
-"""Where the reward lives, first present wins: legacy trainer, v1 trainer (agent-loop scores), KL-shaped."""
-
 
 # ---- 1. patches after import ----
 class _RunAfter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -111,6 +108,10 @@ class Wiring:
     """(local_path) after verl loaded a checkpoint (a resume)."""
     patch_tracking: Callable[[Any], None]
     """(verl.utils.tracking): our telemetry joins verl's trainer.logger (wraps its Tracking class)."""
+    check_startup: Callable[[Any], None]
+    """(the composed ppo_trainer config) before verl's validate_config: may fix it up or raise."""
+    loss_fn_set: Callable[[Any], None]
+    """(worker) after verl bound the worker's loss function (init_model): may raise."""
 
 
 def install(wiring: Wiring) -> None:
@@ -120,6 +121,52 @@ def install(wiring: Wiring) -> None:
     after_import("verl.trainer.distillation.losses", _patch_ppo_loss_name)
     after_import("verl.workers.engine_workers", functools.partial(_patch_training_worker, wiring=wiring))
     after_import("verl.utils.tracking", wiring.patch_tracking)
+    after_import("verl.utils.config", functools.partial(_patch_validate_config, wiring=wiring))
+
+
+def _patch_validate_config(module: Any, wiring: Wiring) -> None:
+    """Our start-up check runs first inside verl's validate_config (main_ppo binds the name after the plugin
+    loaded, so it gets this one); `__wrapped__` is verl's own, for callers that checked already."""
+    original = module.validate_config
+    if getattr(original, _PATCHED, False):
+        return
+
+    @functools.wraps(original)
+    def validate_config(config: Any, *args: Any, **kwargs: Any) -> Any:
+        wiring.check_startup(config)
+        return original(config, *args, **kwargs)
+
+    setattr(validate_config, _PATCHED, True)
+    module.validate_config = validate_config
+
+
+def in_verl_main() -> bool:
+    """True inside verl's `@hydra.main` (a launch's driver), where the user's command-line overrides are known."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.initialized()
+
+
+def command_line_keys() -> frozenset[str] | None:
+    """The config keys the user's command line set (Hydra's task overrides), None outside verl's main."""
+    if not in_verl_main():
+        return None
+    from hydra.core.hydra_config import HydraConfig
+
+    return frozenset(o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task)
+
+
+@functools.lru_cache(maxsize=1)
+def verl_actor_defaults() -> dict[str, Any]:
+    """verl's own YAML values of its actor fields (trainer/config/actor/actor.yaml): what a launch that did not
+    set a field gets. Only plain values (no interpolations)."""
+    from importlib.resources import files
+
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(str(files("verl.trainer.config") / "actor" / "actor.yaml"))
+    return {k: v for k, v in OmegaConf.to_container(node, resolve=False).items()
+            if isinstance(v, (int, float, str, bool)) and not (isinstance(v, str) and "${" in v)}
 
 
 # ---- 2. the micro-batch of the running loss call ----
@@ -184,21 +231,6 @@ def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
     return no_padding_2_padding(entropy, mb.data)
 
 
-def micro_batch_rows(mb: MicroBatch, width: int) -> tuple[Tensor, Tensor | None, Tensor | None] | None:
-    """(response ids (B,), token ids (B, width) or None, old log-probs (B, width) or None) of a micro-batch
-    that carries response ids (None otherwise): what telemetry needs beside the loss's ObjectiveOutput."""
-    data = mb.data
-    if RID_KEY not in data.keys():
-        return None
-    ids = data[RID_KEY].reshape(-1).cpu()
-    responses = padded(data["responses"], 0)
-    tokens = responses[:, :width] if responses.shape[-1] >= width else None
-    stored = data.get("old_log_probs", None)
-    stored = None if stored is None else padded(stored, 0.0)
-    old = stored[:, :width] if stored is not None and stored.shape[-1] >= width else None
-    return ids, tokens, old
-
-
 # ---- 3. the actor worker ----
 def _wrap_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
     """Replace cls.name by make(original); functools.wraps keeps verl's @register dispatch attributes."""
@@ -234,8 +266,16 @@ def _patch_training_worker(module: Any, wiring: Wiring) -> None:
 
         return load
 
+    def set_loss_fn(original: Callable) -> Callable:
+        def set_fn(self: Any, loss_fn: Any) -> Any:
+            result = original(self, loss_fn)
+            wiring.loss_fn_set(self)
+            return result
+
+        return set_fn
+
     for name, make in (("train_mini_batch", train_mini_batch), ("save_checkpoint", save_checkpoint),
-                       ("load_checkpoint", load_checkpoint)):
+                       ("load_checkpoint", load_checkpoint), ("set_loss_fn", set_loss_fn)):
         _wrap_method(module.TrainingWorker, name, make)
 
 
@@ -276,87 +316,20 @@ def step_metric(output: Any, name: str) -> list[float]:
     return [float(v) for v in (values if isinstance(values, list) else [values]) if v is not None]
 
 
-# ---- 4. the batch of one actor update ----
-def padded(value: Any, fill: float = 0) -> torch.Tensor:
-    """A batch field as a padded (B, T) tensor: the v1 trainer hands jagged nested tensors (TransferQueue)."""
-    return value.to_padded_tensor(fill) if getattr(value, "is_nested", False) else value
-
-
-def _objects(data: Any, key: str) -> list | None:
-    """A non-tensor field as a Python list (numpy array, NonTensorStack or list, depending on the path)."""
-    from tensordict import NonTensorData  # type: ignore[import-untyped]
-
-    if key not in data.keys():
-        return None
-    value = data[key]
-    value = value.tolist() if hasattr(value, "tolist") else list(value)
-    return [v.data if isinstance(v, NonTensorData) else v for v in value]
-
-
-def strings(data: Any, key: str) -> list[str] | None:
-    values = _objects(data, key)
-    return None if values is None else [str(v) for v in values]
-
-
-def real_rows(data: Any) -> torch.Tensor:
-    """(N,) bool: rows with at least one response token (False for the v1 trainer's padding rows)."""
-    return response_mask(data).sum(-1) > 0
-
-
-def response_mask(data: Any) -> torch.Tensor:
-    return padded(data["response_mask"])
-
-
-def rollout_rewards(data: Any) -> torch.Tensor | None:
-    """(N,) float64: each row's reward, Σ over the response of the first reward field present like verl's own
-    score metrics (the agent loop puts the score on the last token); None without a reward field."""
-    key = next((k for k in REWARD_KEYS if k in data.keys()), None)
-    return None if key is None else padded(data[key], 0.0).sum(-1).double()
-
-
-def set_response_ids(data: Any, ids: torch.Tensor) -> None:
-    """Attach response ids (N,) to the batch: they travel with the rows through verl's reshuffles to the loss."""
-    data[RID_KEY] = ids
-
-
-def _last_user_turn(messages: Any) -> str | None:
-    if isinstance(messages, str):
-        return messages
-    if hasattr(messages, "tolist"):
-        messages = messages.tolist()
-    users = [m.get("content") for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
-    return str(users[-1]) if users else None
-
-
-def _gold(reward_model: Any) -> str | None:
-    truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else None
-    if truth is not None and hasattr(truth, "tolist"):  # a list column comes back from Parquet as a numpy array
-        truth = truth.tolist()
-    if isinstance(truth, (list, tuple)):
-        return " | ".join(str(t) for t in truth) or None
-    return None if truth is None else str(truth)
-
-
-def prompts_and_golds(data: Any) -> tuple[list[str | None], list[str | None]] | None:
-    """Each row's problem (the last user turn of verl's `raw_prompt`, the chat RLHFDataset built) and gold
-    answer (`reward_model.ground_truth`, what the reward grades against); None when the batch has neither."""
-    raw, rm = _objects(data, "raw_prompt"), _objects(data, "reward_model")
-    if raw is None and rm is None:
-        return None
-    n = len(raw) if raw is not None else len(rm or [])
-    prompts: list[str | None] = [_last_user_turn(r) for r in raw] if raw is not None else [None] * n
-    golds: list[str | None] = [_gold(r) for r in rm] if rm is not None else [None] * n
-    return prompts, golds
-
-
 # ---- checkpoints ----
+HF_EXPORT_DIRS = ("huggingface", "model/huggingface")
+"""Where verl 0.9.1 writes the HF export of an actor checkpoint: FSDP `<ckpt>/huggingface`, Megatron's
+checkpoint layout `<ckpt>/model/huggingface`."""
+
+
 def hf_export(local_path: str) -> Path | None:
-    """verl's HF export of a checkpoint (`<local_path>/huggingface`, written when actor.checkpoint.save_contents
-    holds hf_model), or None when it holds no complete model."""
-    source = Path(local_path) / "huggingface"
-    if not (source / "config.json").exists() or not any(source.glob("*.safetensors")):
-        return None
-    return source
+    """verl's HF export of a checkpoint (written when actor.checkpoint.save_contents holds hf_model, in either
+    layout of HF_EXPORT_DIRS), or None when it holds no complete model."""
+    for sub in HF_EXPORT_DIRS:
+        source = Path(local_path) / sub
+        if (source / "config.json").exists() and any(source.glob("*.safetensors")):
+            return source
+    return None
 
 
 def global_step_of(local_path: str) -> int | None:
@@ -405,6 +378,8 @@ def check_config(cfg: Any) -> dict[str, Any]:
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
     # verl prints "checks passed" and warns that GRPO disables the critic; failures raise, with the reason.
+    # The caller ran our start-up check already: verl's own validation (`__wrapped__`) only.
+    validate_config = getattr(validate_config, "__wrapped__", validate_config)
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))

@@ -1,0 +1,151 @@
+"""verl as verl users run it: `python -m verl.trainer.main_ppo ... policy_loss.loss_mode=dhpo_suite.<name>`, with no
+launcher of ours. The config is composed by verl's own Hydra tree and checked by verl's own `validate_config`
+(which `main_ppo` calls before Ray starts; the plugin's start-up check runs inside it).
+
+Expected values are typed from the paper's Appendix D and eqs. 3/6/7 (see test_presets.py), never verl's YAML
+defaults (clip_ratio_low/high 0.2, loss_agg_mode token-mean), which these launches used to train with silently.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dhpo_suite.train.objectives import OBJECTIVES
+from dhpo_suite.train.verl_backend.hparams import objective_hparams
+from tests.verl.test_presets import APPENDIX_D, DHPO_SEQUENCE_BRANCH, EQS_3_6_7_AGGREGATION
+
+SAPO_TAUS = (1.0, 1.05)  # SAPO's paper (τ_pos, τ_neg); verl's YAML has the same
+
+
+@pytest.fixture(scope="module")
+def parquet(tmp_path_factory) -> Path:
+    """A training file with enough rows for verl's default batch (1024 prompts); only its row count is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path_factory.mktemp("plain-verl") / "train.parquet"
+    pq.write_table(pa.table({"prompt": ["What is 1 + 1?"] * 1024, "answer": ["2"] * 1024}), path)
+    return path
+
+
+# What every verl example script sets besides the loss (verl's examples/grpo_trainer/*.sh): GRPO advantages,
+# micro-batch sizes (verl's validation requires them), no KL loss.
+VERL_USER = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+             "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
+             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16", "actor_rollout_ref.actor.use_kl_loss=false",
+             "algorithm.use_kl_in_reward=false"]
+
+
+def _inputs(model: Path, data: Path) -> list[str]:
+    return [*VERL_USER, f"actor_rollout_ref.model.path={model}", f"data.train_files={data}", f"data.val_files={data}"]
+
+
+def _main_config(overrides: list[str]):
+    """What `python -m verl.trainer.main_ppo <overrides>` holds when it calls validate_config: verl's ppo_trainer
+    composed by Hydra, with the command line known to Hydra (as under @hydra.main)."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+        cfg = compose(config_name="ppo_trainer", overrides=overrides, return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def _verl_validate(cfg) -> None:
+    """verl's main: `validate_config(config, use_reference_policy=..., use_critic=...)` (plugin check inside)."""
+    from hydra.core.hydra_config import HydraConfig
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    try:
+        validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    finally:
+        HydraConfig.instance().cfg = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_loss_mode_alone_trains_the_papers_settings(name, tiny_model_dir, parquet, capsys):
+    from verl.utils.config import omega_conf_to_dataclass
+
+    cfg = _main_config([f"actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.{name}",
+                        *_inputs(tiny_model_dir, parquet)])
+    _verl_validate(cfg)
+    table = capsys.readouterr().out
+    actor = cfg.actor_rollout_ref.actor
+    # verl's config (which verl prints and its workers read) now shows what the loss uses.
+    if name in APPENDIX_D:
+        assert (actor.clip_ratio_low, actor.clip_ratio_high) == APPENDIX_D[name]
+    if name == "sapo":
+        assert (actor.tau_pos, actor.tau_neg) == SAPO_TAUS
+    assert actor.loss_agg_mode == EQS_3_6_7_AGGREGATION
+    assert actor.calculate_entropy  # every objective logs entropy/* (the paper's Fig. 1b needs GRPO's)
+    # A worker's view: verl's own dataclasses, then the loss's resolution.
+    hp = objective_hparams(name, omega_conf_to_dataclass(actor))
+    if name in APPENDIX_D:
+        assert (hp["eps_low"], hp["eps_high"]) == APPENDIX_D[name]
+    if name.startswith("dhpo"):
+        assert (hp["seq_eps_low"], hp["seq_eps_high"]) == DHPO_SEQUENCE_BRANCH and hp["clip"] == "branch"
+    assert hp["loss_agg_mode"] == EQS_3_6_7_AGGREGATION
+    # The table is printed once, with where each value came from.
+    assert table.count(f"dhpo_suite.{name}: the loss's settings") == 1
+    assert "paper default (verl's YAML: token-mean)" in table
+
+
+def test_a_value_the_user_wrote_is_kept_even_when_it_is_verls_default(tiny_model_dir, parquet, capsys):
+    """clip_ratio_high=0.2 on the command line is the user's choice (DHPO without clip-higher), not verl's default."""
+    cfg = _main_config(["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e",
+                        "actor_rollout_ref.actor.clip_ratio_high=0.2", *_inputs(tiny_model_dir, parquet)])
+    _verl_validate(cfg)
+    assert cfg.actor_rollout_ref.actor.clip_ratio_high == 0.2
+    assert "actor.clip_ratio_high" in capsys.readouterr().out
+
+
+def test_an_unchecked_config_with_verls_defaults_is_refused_by_the_worker():
+    """A config that reached a worker without the start-up check (a program calling verl's trainer itself):
+    verl's 0.2/0.2 token-mean are refused there, naming the key, instead of trained."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from dhpo_suite.train.verl_backend.overrides import compose
+
+    cfg = compose(["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e", *VERL_USER])
+    with pytest.raises(ValueError, match=r"actor.clip_ratio_high=0.2 is verl's YAML default, not dhpo_suite.dhpo-e's "
+                                         r"eps_high=0.28 \(paper, Appendix D\)"):
+        objective_hparams("dhpo-e", omega_conf_to_dataclass(cfg.actor_rollout_ref.actor))
+
+
+def _main_ppo(overrides: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *overrides,
+                           f"hydra.run.dir={cwd / 'hydra'}"], capture_output=True, text=True, timeout=600, cwd=cwd)
+    return proc, time.monotonic() - start
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra, needle", [
+    (["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e",
+      "actor_rollout_ref.actor.calculate_entropy=false"],
+     "error: actor_rollout_ref.actor.calculate_entropy=false: dhpo_suite.dhpo-e mixes by the token entropy"),
+    (["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.grpo", "actor_rollout_ref.model.path=/no/such/model"],
+     "error: actor_rollout_ref.model.path=/no/such/model: no such model directory"),
+])
+def test_plain_main_ppo_stops_before_ray_with_one_line(extra, needle, tiny_model_dir, parquet, tmp_path):
+    """The real `python -m verl.trainer.main_ppo`: the refusal is one line, exit 2, before `ray.init` (which
+    verl announces as "ray init kwargs") — so before any rollout, model load or worker start."""
+    proc, seconds = _main_ppo([*_inputs(tiny_model_dir, parquet), *extra], tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert needle in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "ray init kwargs" not in proc.stdout
+    assert "Traceback" not in proc.stderr
+    print(f"refused after {seconds:.1f} s (imports and composition only)")
