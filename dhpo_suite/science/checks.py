@@ -12,7 +12,7 @@ its verdicts (thresholds from the pre-registration's `checks`, dhpo_suite.scienc
 - collapse: per series a contrast needs (`needs_collapse`), the baseline's relative change from its first 3 steps
   to its last quarter, per seed, with its t-interval; it "occurred" when the mean fell by `collapse_fall` and the
   interval lies below 0.
-- the mixing weight `w` (w/mean, w/p10, w/p50, w/p90) and the share of gradient the clip kept (every `kept`
+- the mixing weight `w` (w/mean and its quantiles w/pNN) and the share of gradient the clip kept (every `kept`
   metric), per label, when the runs logged them; "not logged" otherwise.
 - update distance (update_distance.json, docs/sweep.md): per contrast, the distance between the two arms' one-step
   updates as a share of the second-rollout yardstick (mean over checkpoints); below `resolve_share` the
@@ -36,7 +36,6 @@ __all__ = ["UPDATE_DISTANCE_FILE", "Checks", "manipulation_checks", "relative_ch
 
 UPDATE_DISTANCE_FILE = "update_distance.json"
 BINDING_COLUMNS = ("clip/token/binding_offpolicy", "clip/token/binding")
-W_COLUMNS = ("w/mean", "w/p10", "w/p50", "w/p90")
 
 
 @dataclass
@@ -126,8 +125,10 @@ def _collapse(c: Checks, prereg: Prereg, scalars: pd.DataFrame) -> None:
 
 
 def _telemetry(c: Checks, scalars: pd.DataFrame) -> None:
-    kept = sorted(col for col in scalars.columns if "kept" in col.split("/")[-1] or col.startswith("kept/"))
-    for name, cols in (("w", [col for col in W_COLUMNS if col in scalars]), ("kept gradient share", kept)):
+    kept = sorted(col for col in scalars.columns if "kept" in col)
+    w = sorted((col for col in scalars.columns if col.startswith("w/")),
+               key=lambda col: (col != "w/mean", int(col[3:]) if col[3:].isdigit() else 0, col))
+    for name, cols in (("w", w), ("kept gradient share", kept)):
         if not cols:
             c.lines.append(f"{name}: not logged by these runs")
             continue
