@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from dhpo_suite.grading.fallback import committed_sentence, looks_cut
+from dhpo_suite.grading.fallback import answer_tag, committed_sentence, escape_currency, looks_cut
 
 __all__ = ["SOURCES", "extract_answer", "extract_final", "final_box_group", "final_boxes", "last_boxed"]
 
@@ -34,15 +34,16 @@ _PHRASE_RE = re.compile(
 )
 _NEXT_PROBLEM_RE = re.compile(  # `Problem:`, `**Problem 2:**`, `Subproblem 1:`, `## Question 3:`, `Exercise:`
     r"\n\s*(?:#+\s*|\*\*)?(?:Sub-?problem|Problem|Question|Exercise)(?:\s*\d+)?\s*\**\s*[:.]", re.IGNORECASE)
+_CHAT_TURN_RE = re.compile(r"\n\s*(?:User|Human|Assistant|USER|HUMAN|ASSISTANT)\s*:")
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
-_OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*\d")
+_OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*(?:\\\$)?\d")
 _LIST_GLUE_RE = re.compile(r"\s*(?:,|and|or|,\s*and|,\s*or)?\s*", re.IGNORECASE)
 _NAME_RE = re.compile(r"(?:[A-Za-z]{1,3}|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?")  # n, AB, x_1, f(x)
 _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
 _STANDALONE_RE = re.compile(  # a number not glued to a word, a fraction bar, an exponent, a subscript or a list
-    r"(?<![\w.,^_{}\\/$-])-?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d|,\s*[-+]?\d)"
+    r"(?<![\w.,^_{}\\/$-])(?:\\\$)?-?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d|,\s*[-+]?\d)"
 )
 _INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign; `$$...$$` pairs before `$...$`
     r"(?<!\\)\$\$((?:\\.|[^$\\])+)\$\$|(?<!\\)\$((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
@@ -66,7 +67,7 @@ def extract_final(text: str | None, truncated: bool = False,
     that ends by restating it gets no fallback answer."""
     if not text:
         return None, None
-    text = _before_next_problem(text)
+    text = escape_currency(_before_next_problem(text))
     boxes = _final_boxes(text)
     phrase = _after_phrase(text)
     if boxes:
@@ -76,10 +77,15 @@ def extract_final(text: str | None, truncated: bool = False,
         return content.strip(), "boxed"
     if phrase is not None:
         return phrase[0], "marker"
+    tag = answer_tag(text)
+    if tag is not None:  # `<answer> ... </answer>`: an answer region, whose last statement is read
+        committed = committed_sentence(tag)
+        answer = _fallback(*committed) if committed else None
+        return (answer, "marker") if answer else (None, None)
     if truncated or looks_cut(text):
         return None, None
-    sentence = committed_sentence(text, problem)
-    answer = _fallback(sentence) if sentence else None
+    committed = committed_sentence(text, problem)
+    answer = _fallback(*committed) if committed else None
     return (answer, "fallback") if answer else (None, None)
 
 
@@ -157,6 +163,9 @@ def _before_next_problem(text: str) -> str:
     """The response up to a made-up next problem: a base model prompted with worked examples often
     answers ("Final Answer: ... I hope it is correct.") and goes on with "Problem: ..." and a solution
     of its own. Only a header after the first stated answer counts."""
+    turn = _CHAT_TURN_RE.search(text)
+    if turn and text[: turn.start()].strip():
+        text = text[: turn.start()]  # an invented chat turn: nothing after it answers this problem
     if not _NEXT_PROBLEM_RE.search(text):
         return text
     marks = [m.start() for m in (_BOX_RE.search(text), _PHRASE_RE.search(text)) if m]
@@ -215,18 +224,17 @@ def _is_name(math: str) -> bool:
     return bool(_NAME_RE.fullmatch(math)) or not re.search(r"\d", re.sub(r"_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w", "", math))
 
 
-def _fallback(text: str) -> str | None:
-    """The last math segment or standalone number, whichever ends later (see the module docstring)."""
-    best_end, best = -1, None
-    for m in _INLINE_MATH_RE.finditer(text):
-        content = next(g for g in m.groups() if g is not None).strip()
-        if content:
-            best_end, best = m.end(), content
+def _fallback(text: str, after: int = 0) -> str | None:
+    """The first math segment (whole) or standalone number that starts at or after `after` (the end
+    of the sentence's last connective); without one, the candidate that ends last."""
+    found = [(m.start(), m.end(), _math_content(m)) for m in _INLINE_MATH_RE.finditer(text)]
     masked = _INLINE_MATH_RE.sub(lambda m: " " * len(m.group(0)), text)
-    numbers = [m for m in _STANDALONE_RE.finditer(masked) if not _operand(masked, m)]
-    if numbers and numbers[-1].end() > best_end:
-        best = numbers[-1].group(0)
-    return best
+    found += [(m.start(), m.end(), m.group(0)) for m in _STANDALONE_RE.finditer(masked) if not _operand(masked, m)]
+    found = [c for c in found if c[2]]
+    if not found:
+        return None
+    later = [c for c in found if c[0] >= after]
+    return min(later)[2] if later else max(found, key=lambda c: c[1])[2]
 
 
 def _operand(text: str, number: re.Match) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["committed_sentence", "looks_cut"]
+__all__ = ["answer_tag", "committed_sentence", "escape_currency", "looks_cut"]
 
 _FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _ERROR_LINE_RE = re.compile(
@@ -53,6 +53,35 @@ _PROMPT_RE = re.compile(
 _BARE_RE = re.compile(r"\W*(?:\x00+|-?[\d.,/]+)\W*")
 
 
+_PROSE_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+
+
+def escape_currency(text: str) -> str:
+    """`$` signs of money written as `\\$` (LaTeX's dollar sign), so they never pair as math delimiters.
+
+    Real GSM8K output: "$5,000 + $125 = $5,125." paired as math `5,000 + ` and then `125 = `, and the
+    grader read 125 (a false accept for gold 125). A `$` before a digit is money when the next `$`
+    on its line is also before a digit, when none follows on its line, or when the text up to it is
+    prose ("$10 / hour + 5 hours x $"); `$5$` and `$2 + 3 = 5$` stay math."""
+    if "$" not in text:
+        return text
+    out, pos = [], 0
+    for m in re.finditer(r"(?<![\\$])\$(?=\d)", text):
+        if m.start() < pos:
+            continue  # inside a math segment already kept
+        line_end = text.find("\n", m.end())
+        line_end = len(text) if line_end < 0 else line_end
+        close = text.find("$", m.end(), line_end)
+        money = close < 0 or text[close + 1:close + 2].isdigit() or _PROSE_RE.search(text, m.end(), close)
+        if money:
+            out.append(text[pos:m.start()] + "\\$")
+            pos = m.end()
+        else:
+            out.append(text[pos:close + 1])
+            pos = close + 1
+    return "".join(out) + text[pos:]
+
+
 def looks_cut(text: str) -> bool:
     """True when the response ends mid-sentence: an unclosed `\\(`/`\\[`, brace or code fence, or a
     last word/character after which a sentence cannot end. A response stopped at the token budget
@@ -73,8 +102,10 @@ def looks_cut(text: str) -> bool:
     return bool(last and last.group(1).lower() in _CUT_WORDS)
 
 
-def committed_sentence(text: str, problem: str | None = None) -> str | None:
-    """The response's last sentence when it commits to an answer (module docstring), else None."""
+def committed_sentence(text: str, problem: str | None = None) -> tuple[str, int] | None:
+    """(the response's last sentence, where its last connective outside math ends) when the sentence
+    commits to an answer (module docstring), else None. The answer is the first candidate after that
+    connective: "Jean can fill 14 bags with 2 lollipops in each" states 14, not 2."""
     body = _ERROR_LINE_RE.sub(" ", _FENCE_RE.sub("\n", text[-20000:]))
     masked = _MATH_RE.sub(lambda m: "\0" * len(m.group(0)), body)
     end = len(masked.rstrip())
@@ -90,9 +121,20 @@ def committed_sentence(text: str, problem: str | None = None) -> str | None:
         return None
     if problem and re.sub(r"\s+", " ", sentence) in re.sub(r"\s+", " ", problem):
         return None  # the response restates the problem and stops
-    if _CONNECTIVE_RE.search(shape) or _BARE_RE.fullmatch(shape) or _math_states(sentence, shape):
-        return sentence
+    connectives = list(_CONNECTIVE_RE.finditer(shape))
+    if connectives or _BARE_RE.fullmatch(shape) or _math_states(sentence, shape):
+        offset = len(body[start:end]) - len(body[start:end].lstrip())
+        return sentence, max(0, connectives[-1].end() - offset) if connectives else 0
     return None
+
+
+def answer_tag(text: str) -> str | None:
+    """The content of the last complete `<answer>...</answer>` (the R1-zero format), or None."""
+    start = text.rfind("<answer>")
+    if start < 0:
+        return None
+    end = text.find("</answer>", start)
+    return text[start + len("<answer>"):end] if end >= 0 else None
 
 
 def _math_states(sentence: str, shape: str) -> bool:

