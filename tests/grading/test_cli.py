@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -108,3 +109,38 @@ def test_grade_cli_not_jsonl_is_one_error_naming_file_and_line(tmp_path, content
     assert out.exit_code == 2
     assert f"bin.jsonl:{line}: invalid JSON" in out.stderr_text
     assert "Traceback" not in out.stderr_text + out.stdout_text
+
+
+def test_a_5000_digit_integer_is_graded_not_a_traceback(tmp_path):
+    """Issue 29: Python refuses int() of more than 4,300 digits; a JSON answer of 5,000 digits is read and
+    compared digit by digit, in both directions."""
+    n = "7" * 5000
+    src = tmp_path / "big.jsonl"
+    src.write_text(f'{{"response": "so $\\\\boxed{{{n}}}$", "answer": {n}}}\n'
+                   f'{{"response": "so $\\\\boxed{{{n[:-1]}8}}$", "answer": {n}}}\n')
+    out = _grade(src)
+    assert out.exit_code == 0, out.stderr_text
+    graded = [json.loads(line) for line in (tmp_path / "big.graded.jsonl").open()]
+    assert [g["correct"] for g in graded] == [True, False]
+    assert "5000-digit integers" in graded[0]["grader_reason"]
+
+
+def test_truncated_rows_are_graded_only_on_a_committed_answer(tmp_path):
+    """A row stopped at the token budget (`finish_reason: length`) gets no fallback answer; its box counts."""
+    rows = [{"response": "so the total is 42.", "answer": "42", "finish_reason": "length"},
+            {"response": "so the total is 42.", "answer": "42"},
+            {"response": "so $\\boxed{42}$ and then we", "answer": "42", "truncated": True}]
+    out = _grade(_write(tmp_path / "t.jsonl", rows))
+    assert out.exit_code == 0, out.stderr_text
+    graded = [json.loads(line) for line in (tmp_path / "t.graded.jsonl").open()]
+    assert [g["correct"] for g in graded] == [False, True, True]
+    assert "token budget" in graded[0]["grader_reason"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
+def test_out_into_a_read_only_directory_is_refused_before_grading(tmp_path):
+    src = _write(tmp_path / "r.jsonl", [{"response": "\\boxed{1}", "answer": "1"}])
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    out = _grade(src, "--out", locked / "g.jsonl")
+    assert out.exit_code == 2 and out.stderr_text.startswith("error: --out: cannot write")

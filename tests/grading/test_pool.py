@@ -125,3 +125,15 @@ def test_interrupted_batch_leaves_no_stale_results(pool):
     verdicts = pool.grade_many([(f"\\boxed{{{i}}}", "100") for i in range(100, 104)])
     assert [v.extracted for v in verdicts] == ["100", "101", "102", "103"]
     assert [v.correct for v in verdicts] == [True, False, False, False]
+
+
+def test_the_clock_covers_a_50_mb_response():
+    """Issue 29: a 50 MB response with --timeout 5 ends within 6 s (it took 25.5 s when the parent scanned it
+    outside the worker's clock); it is graded on its last 1,000,000 characters, and the reason says so."""
+    big = "Let me think about this step by step. " * 1_350_000 + r"The answer is $\boxed{7}$."
+    assert len(big) > 50_000_000
+    with GraderPool(workers=1, timeout=5.0) as small:
+        start = time.monotonic()
+        verdict = small.grade(big, "7")
+        assert time.monotonic() - start < 6.0
+    assert verdict.correct and "only its last 1,000,000 were graded" in verdict.reason
