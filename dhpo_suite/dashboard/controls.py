@@ -13,7 +13,7 @@ import streamlit as st
 
 from dhpo_suite.dashboard import data
 
-__all__ = ["Context", "context", "step_controls", "step_picker", "show_problems", "is_stale", "url_param",
+__all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker", "show_problems", "is_stale", "url_param",
            "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S"]
 
 RUNS_DIR_ENV = "DHPO_RUNS_DIR"
@@ -49,6 +49,37 @@ class Context:
 
 def _persist() -> None:
     st.session_state["selected_runs"] = st.session_state["_selected_runs"]
+
+
+def seed_from_url(key: str, name: str, parse) -> None:
+    """Give widget `key` the value of URL parameter `name` (parsed; None: ignored) when the session has none
+    yet: opening a shared link shows the same view (page, runs, range, smoothing, metrics, axes)."""
+    text = url_param(name)
+    if key in st.session_state or text is None:
+        return
+    try:
+        value = parse(text)
+    except ValueError:
+        return
+    if value is not None:
+        st.session_state[key] = value
+
+
+def parse_range(max_step: int):
+    """Parser of a `lo-hi` step range, clamped to [0, max_step]."""
+    def parse(text: str) -> tuple[int, int]:
+        lo, hi = (int(v) for v in text.split("-", 1))
+        lo, hi = max(0, min(lo, max_step)), max(0, min(hi, max_step))
+        return (lo, hi) if lo <= hi else (hi, lo)
+    return parse
+
+
+def parse_float(lo: float, hi: float):
+    """Parser of a number in [lo, hi]."""
+    def parse(text: str) -> float | None:
+        v = float(text)
+        return v if lo <= v <= hi else None
+    return parse
 
 
 def url_param(name: str) -> str | None:
@@ -108,6 +139,7 @@ def context() -> Context:
     st.session_state["_selected_runs"] = default
     selected = st.sidebar.multiselect("Runs to compare", runs, key="_selected_runs", on_change=_persist,
                                       help=f"Runs under {root}")
+    _filters(table.loc[valid])
     st.session_state["selected_runs"] = selected
     set_url(runs=selected)
     for run in [r for r in selected if table.at[r, "status"] == "invalid"]:
@@ -124,6 +156,33 @@ def context() -> Context:
         with st.sidebar:
             _watch(root, _runs_signature(root))
     return Context(root, table, selected, refresh, REFRESH_S if live and anywhere else None)
+
+
+FILTERS = ("algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "model", "task", "backend",
+           "status", "seed")
+"""Runs-table columns the sidebar filters by (those whose value differs between runs)."""
+
+
+def _pick(runs: list[str]) -> None:
+    st.session_state["selected_runs"] = runs
+
+
+def _filters(table: pd.DataFrame) -> None:
+    """Filter by setting (W&B's run filters): a value list per setting that differs between runs, and a
+    button that picks the runs matching every filter."""
+    columns = [c for c in FILTERS if c in table and table[c].astype(str).nunique() > 1]
+    if not columns:
+        return
+    with st.sidebar.expander("Filter runs by setting"):
+        match = pd.Series(True, index=table.index)
+        for c in columns:
+            values = sorted(table[c].astype(str).unique())
+            chosen = st.multiselect(c, values, key=f"filter_{c}", placeholder="any")
+            if chosen:
+                match &= table[c].astype(str).isin(chosen)
+        runs = list(table.index[match])
+        st.button(f"Pick the {len(runs)} matching runs", key="filter_pick", on_click=_pick, args=(runs,),
+                  disabled=not runs)
 
 
 def is_stale(row: pd.Series) -> bool:

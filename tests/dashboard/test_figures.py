@@ -314,3 +314,20 @@ def test_a_click_on_overlapping_curves_opens_the_run_drawn_on_top():
     assert fc.clicked(both, why.data) == ("b", 5) and fc.clicked(both[::-1], why.data) == ("b", 5)
     assert fc.clicked([{"curve_number": ent["a"], "x": 7.0}], why.data) == ("a", 7)
     assert fc.clicked([], why.data) is None
+
+
+def test_x_axes_tokens_seen_and_wall_time_and_the_csv_of_a_chart():
+    f = pd.DataFrame({"run": ["a"] * 3 + ["b"] * 2, "step": [1, 2, 3, 1, 2], "tokens/count": [10, 20, 30, 5, 5],
+                      "time": [100.0, 160.0, 280.0, 50.0, 110.0], "entropy/mean": [1.0, 0.5, 0.25, 2.0, 1.0]})
+    assert fcur.x_values(f, "tokens").tolist() == [10, 30, 60, 5, 10]  # running sum per run
+    assert fcur.x_values(f, "time").tolist() == [0, 1, 3, 0, 1]  # minutes since the run's first step
+    raw = fcur.prepare(f, ["entropy/mean"], 0.0, (2, 3), "tokens")
+    assert raw["x"].tolist() == [30, 60, 10]  # summed over the whole run, then restricted to the range
+    smooth = fcur.prepare(f, ["entropy/mean"], 0.5, (1, 3), "step")
+    table = fcur.curve_table(fcur.prepare(f, ["entropy/mean"], 0.0, (1, 3)), smooth, ["entropy/mean"], "step", 0.5)
+    assert list(table.columns) == ["run", "step", "entropy/mean", "entropy/mean (EMA 0.5)"]
+    # debiased EMA, α = 0.5: step 2 of a: (0.5 + 0.5·1.0) / 1.5
+    assert table["entropy/mean (EMA 0.5)"].tolist()[:2] == pytest.approx([1.0, 1.0 / 1.5])
+    line = fcur.line_overlay(smooth.assign(x=smooth["step"]), "entropy/mean", "e",
+                             raw=fcur.prepare(f, ["entropy/mean"]), smoothing=0.5)
+    assert [t.name for t in line.data] == ["a raw", "a", "b raw", "b"]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from tests.dashboard.dash_helpers import figure, figures, no_errors, open_page, texts, trace
-from tests.dashboard.fixture_runs import entropy_at, sample_advantage, write_eval, write_run
+from tests.dashboard.fixture_runs import entropy_at, sample_advantage, write_eval, write_lr_sweep, write_run
 
 from dhpo_suite.dashboard.registry import PAGES
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
@@ -36,7 +36,7 @@ def check_dynamics(at, root):
     at.multiselect(key="dynamics_metrics").set_value(["lr"]).run()
     at.toggle(key="dynamics_log").set_value(True).run()
     no_errors(at)
-    lr = figure(at, "lr: learning rate")
+    lr = figure(at, "lr")
     assert lr["layout"]["yaxis"]["type"] == "log" and list(trace(lr, "grpo")["y"])[:3] == pytest.approx([1e-6] * 3)
     assert lr["layout"]["hovermode"] == "x unified" and lr["layout"]["showlegend"] is False
     at.toggle(key="dynamics_log").set_value(False).run()
@@ -55,6 +55,22 @@ def check_dynamics(at, root):
     assert {f["title"].split(":")[0] for f in figures(at)} >= {"Mixing weight w", "Gradient norm (before clipping)"}
     at.slider(key="dynamics_range").set_value((5, 9)).run()
     assert list(trace(figure(at, "Token entropy"), "grpo")["x"]) == [5, 6, 7, 8, 9]
+    # Raw and smoothed both drawn, each labelled as what it is (issue 30: the EMA was labelled as the metric).
+    at.slider(key="dynamics_smooth").set_value(0.5).run()
+    ent = figure(at, "Token entropy")
+    raw, smooth = trace(ent, "dhpo-e raw"), trace(ent, "dhpo-e")
+    assert list(raw["y"]) == [0.8] * 5 and "(raw)" in raw["hovertemplate"]
+    assert "entropy/mean (EMA 0.5)" in smooth["hovertemplate"]
+    grad = trace(figure(at, "Gradient norm"), "grpo")  # EMA 0.5 from step 5: s = (x5 + 0.5·x4...)/(1 + 0.5 ...)
+    g = pd.Series(trace(figure(at, "Gradient norm"), "grpo raw")["y"])
+    assert list(grad["y"]) == pytest.approx(list(g.ewm(alpha=0.5, adjust=True).mean()))
+    # The view is in the URL; every chart has its own linear/log switch; the x axis can be wall time.
+    assert at.query_params["range"] == "5-9" and at.query_params["smooth"] == "0.5"
+    assert [b["label"] for b in ent["layout"]["updatemenus"][0]["buttons"]] == ["linear", "log"]
+    at.radio(key="dynamics_x").set_value("time").run()
+    ent = figure(at, "Token entropy")
+    assert ent["layout"]["xaxis"]["title"]["text"].startswith("wall time") and min(trace(ent, "grpo")["x"]) >= 0
+    assert at.query_params["x"] == "time"
 
 
 def check_collapse(at, root):
@@ -285,3 +301,13 @@ def test_counts_stay_integers_beside_an_invalid_run(damaged_root, monkeypatch):
     table = open_page(monkeypatch, damaged_root, "runs.py").dataframe[0].value
     assert pd.isna(table.loc["bad-manifest", "steps"]) and table.loc["partial", "steps"] == 8
     assert all(str(table[c].dtype) == "Int64" for c in ("steps", "evals", "checkpoints", "seed", "last_step"))
+
+
+def test_sidebar_filters_pick_the_runs_of_a_setting(tmp_path, monkeypatch):
+    write_lr_sweep(tmp_path)
+    at = open_page(monkeypatch, tmp_path, "runs.py")
+    at.multiselect(key="filter_lr").set_value(["0.002"]).run()
+    at.multiselect(key="filter_algorithm").set_value(["grpo"]).run()
+    at.button(key="filter_pick").click().run()
+    no_errors(at)
+    assert at.sidebar.multiselect[0].value == [f"lr-large/grpo-s{s}" for s in range(3)]

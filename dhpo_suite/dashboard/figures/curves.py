@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-__all__ = ["run_colors", "ema", "prepare", "minmax_positions", "thin", "line_overlay", "clip_fractions",
+__all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions", "thin", "line_overlay", "clip_fractions",
            "empty_figure", "axis_title", "is_fraction", "style_axes", "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
 
 PALETTE = qualitative.Plotly + qualitative.D3
@@ -37,9 +37,52 @@ def axis_title(metric: str) -> str:
     return f"{metric} ({unit})" if unit else metric
 
 
-def style_axes(fig: go.Figure, metric: str, log_y: bool = False, **where) -> go.Figure:
-    """Step on x, the metric's title and unit on y; fractions as percentages (never "600µ")."""
-    fig.update_xaxes(title_text="training step", **where)
+X_AXES = {"step": "training step", "tokens": "response tokens seen (cumulative tokens/count)",
+          "time": "wall time since the run's first step (minutes)"}
+"""The x-axis choices of the curves (TensorBoard's step / relative / wall): key → axis title."""
+X_SOURCE = {"tokens": "tokens/count", "time": "time"}
+"""The scalar each non-step x-axis is computed from (a run without it cannot be drawn on that axis)."""
+
+
+def x_values(frame: pd.DataFrame, kind: str) -> pd.Series:
+    """Per row, the x of `kind` (X_AXES) within its run: the step; the running sum of the response tokens the
+    updates saw (`tokens/count`) up to and including the step; or minutes since the run's first step (`time`)."""
+    if kind == "step":
+        return frame["step"]
+    if kind not in X_SOURCE:
+        raise ValueError(f"x axis must be one of {sorted(X_AXES)}, got {kind!r}")
+    col = X_SOURCE[kind]
+    if col not in frame.columns:
+        return pd.Series(np.nan, index=frame.index)
+    ordered = frame.sort_values(["run", "step"], kind="stable")
+    by_run = ordered.groupby("run", sort=False)[col]
+    x = by_run.cumsum() if kind == "tokens" else (ordered[col] - by_run.transform("min")) / 60.0
+    return x.reindex(frame.index)
+
+
+def curve_table(raw: pd.DataFrame, smoothed: pd.DataFrame, columns: Sequence[str], x: str = "step",
+                smoothing: float = 0.0) -> pd.DataFrame:
+    """What a chart shows, as a table (its CSV): every run and step of `raw` (prepare()d, not thinned), the
+    chosen x when it is not the step, each column's raw value and, when smoothing, its EMA beside it."""
+    out = raw[["run", "step", *columns]].copy()
+    if x != "step":
+        out.insert(2, X_AXES[x], raw["x"])
+    if smoothing > 0:
+        out = out.join(smoothed[list(columns)].add_suffix(f" (EMA {smoothing:g})"))
+    return out
+
+
+def log_buttons(log_y: bool = False) -> list[dict]:
+    """A per-chart y-scale switch drawn by Plotly itself (linear / log): no rerun, no server round trip."""
+    return [dict(type="buttons", direction="right", x=1.0, xanchor="right", y=1.02, yanchor="bottom",
+                 showactive=True, active=int(log_y), pad=dict(r=0, t=0, b=0, l=0), font=dict(size=10),
+                 buttons=[dict(label="linear", method="relayout", args=[{"yaxis.type": "linear"}]),
+                          dict(label="log", method="relayout", args=[{"yaxis.type": "log"}])])]
+
+
+def style_axes(fig: go.Figure, metric: str, log_y: bool = False, x: str = "step", **where) -> go.Figure:
+    """`x` (X_AXES) on x, the metric's title and unit on y; fractions as percentages (never "600µ")."""
+    fig.update_xaxes(title_text=X_AXES[x], **where)
     # ".3~g": 0.0005, not SI's "500µ", which reads as a unit
     fig.update_yaxes(title_text=axis_title(metric), tickformat=".2~%" if is_fraction(metric) else ".3~g",
                      type="log" if log_y else None, **where)
@@ -72,11 +115,12 @@ def ema(values: pd.Series, alpha: float) -> pd.Series:
 
 
 def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
-            step_range: tuple[int, int] | None = None) -> pd.DataFrame:
-    """Keep `run`, `step` and the present `columns`, restricted to `step_range`, smoothed per run (every
-    step: the figures thin each curve for drawing afterwards, see `thin`)."""
-    cols = [c for c in columns if c in frame.columns]
-    out = frame.loc[:, ["run", "step", *cols]]
+            step_range: tuple[int, int] | None = None, x: str = "step") -> pd.DataFrame:
+    """Keep `run`, `step`, `x` (the chosen x-axis, x_values over the whole run) and the present `columns`,
+    restricted to `step_range`, smoothed per run (every step: the figures thin each curve for drawing
+    afterwards, see `thin`)."""
+    cols = [c for c in columns if c in frame.columns and c != "x"]
+    out = frame.loc[:, ["run", "step", *cols]].assign(x=x_values(frame, x))
     if step_range is not None:
         out = out[(out["step"] >= step_range[0]) & (out["step"] <= step_range[1])]
     out = out.sort_values(["run", "step"], kind="stable")
@@ -137,34 +181,46 @@ def empty_figure(title: str, message: str) -> go.Figure:
 
 def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, str] | None = None,
                  extra: Sequence[tuple[str, str]] = (), colors: dict[str, str] | None = None,
-                 log_y: bool = False, legend: bool = True) -> go.Figure:
+                 log_y: bool = False, legend: bool = True, raw: pd.DataFrame | None = None,
+                 smoothing: float = 0.0, x: str = "step") -> go.Figure:
     """One line of `y` per run; optionally a shaded band between two columns (e.g. p10–p90) and extra
-    dotted lines (column, label) in the run's colour (e.g. p90 next to a mean). The hover lists every run at
-    the step under the cursor, with full names; `legend=False` when the page draws one legend for all charts."""
+    dotted lines (column, label) in the run's colour (e.g. p90 next to a mean). With `raw` (the same rows
+    unsmoothed) and smoothing > 0, each run's raw curve is drawn faint beneath its smoothed one, and each is
+    labelled as what it is (TensorBoard's view). The hover lists every run at the point under the cursor, with
+    full names; `legend=False` when the page draws one legend for all charts; a linear/log switch per chart."""
     if y not in frame.columns or frame[y].isna().all():
         return empty_figure(title, f"no data: {y} was not recorded")
     colors = colors or run_colors(frame["run"])
+    what = f"{y} (EMA {smoothing:g})" if smoothing > 0 else y
+    xcol = "x" if "x" in frame.columns else "step"
     traces = []  # one go.Figure(data=...) call: adding traces one by one re-validates the figure each time
     for run, g in frame.groupby("run", sort=False):
-        c, x = colors[run], g["step"].to_numpy()
+        c, xs = colors[run], g[xcol].to_numpy()
         if band and all(b in g.columns for b in band) and g[list(band)].notna().any().all():
             # each edge thinned on its own values: the band's extremes survive on both sides
-            traces.append(go.Scatter(**_xy(x, g[band[1]]), mode="lines", line_width=0, showlegend=False,
+            traces.append(go.Scatter(**_xy(xs, g[band[1]]), mode="lines", line_width=0, showlegend=False,
                                      legendgroup=run, hoverinfo="skip", name=f"{run} {band[1]}"))
-            traces.append(go.Scatter(**_xy(x, g[band[0]]), mode="lines", line_width=0, fill="tonexty",
+            traces.append(go.Scatter(**_xy(xs, g[band[0]]), mode="lines", line_width=0, fill="tonexty",
                                      fillcolor=_alpha(c, 0.18), legendgroup=run, showlegend=False,
                                      name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
-        traces.append(go.Scatter(**_xy(x, g[y]), mode="lines", name=run, legendgroup=run, line_color=c,
-                                 meta=y, hovertemplate=f"{run} · {y} = %{{y:.4~g}}<extra></extra>"))
+        if raw is not None and smoothing > 0 and y in raw.columns:
+            r = raw[raw["run"] == run]
+            traces.append(go.Scatter(**_xy(r[xcol].to_numpy() if xcol in r else r["step"].to_numpy(), r[y]),
+                                     mode="lines", name=f"{run} raw", legendgroup=run, showlegend=False,
+                                     line=dict(color=_alpha(c, 0.3), width=1), meta=f"{y} raw",
+                                     hovertemplate=f"{run} · {y} (raw) = %{{y:.4~g}}<extra></extra>"))
+        traces.append(go.Scatter(**_xy(xs, g[y]), mode="lines", name=run, legendgroup=run, line_color=c,
+                                 meta=y, hovertemplate=f"{run} · {what} = %{{y:.4~g}}<extra></extra>"))
         for col, label in extra:
             if col in g.columns and g[col].notna().any():
-                traces.append(go.Scatter(**_xy(x, g[col]), mode="lines", name=f"{run} {label}",
+                traces.append(go.Scatter(**_xy(xs, g[col]), mode="lines", name=f"{run} {label}",
                                          legendgroup=run, showlegend=False, line=dict(color=c, dash="dot"), meta=col,
                                          hovertemplate=f"{run} · {col} = %{{y:.4~g}}<extra></extra>"))
     fig = go.Figure(data=traces, layout=dict(
-        title=title, height=320, margin=dict(t=50, b=40, l=60, r=10), showlegend=legend,
-        legend=dict(orientation="h", y=-0.3), hovermode="x unified", hoverlabel=dict(namelength=-1)))
-    return style_axes(fig, y, log_y)
+        title=dict(text=title, font=dict(size=14)), height=320, margin=dict(t=60, b=40, l=60, r=10),
+        showlegend=legend, legend=dict(orientation="h", y=-0.3), hovermode="x unified",
+        hoverlabel=dict(namelength=-1), updatemenus=log_buttons(log_y)))
+    return style_axes(fig, y, log_y, x=x)
 
 
 CLIP_DEFINITIONS = (
@@ -181,7 +237,7 @@ CLIP_DEFINITIONS = (
 
 
 def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[str, str] | None = None,
-                   clip_modes: dict[str, str] | None = None) -> go.Figure:
+                   clip_modes: dict[str, str] | None = None, x: str = "step") -> go.Figure:
     """Clip fractions per branch (rows) and side (columns): outside-region dashed, binding solid (percent of
     valid tokens). See CLIP_DEFINITIONS; `clip_modes` (run → "branch" | "unified") relabels the mixed row of
     branch-clip runs, where "binding" means "the surrogate's clipped side is active", not "m outside".
@@ -207,14 +263,14 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
                     label = {"outside": "m outside token ε (reference)", "binding": "surrogate clipped"}[kind] \
                         if branch_clip else kind
                     traces.append(go.Scatter(
-                        **_xy(g["step"], g[col]), mode="lines", name=f"{run} · {label}",
+                        **_xy(g["x" if "x" in g else "step"], g[col]), mode="lines", name=f"{run} · {label}",
                         legendgroup=f"{run}{kind}", showlegend=(r == 1 and c == 1) or (branch_clip and c == 1),
                         line=dict(color=colors[run], dash=dash), meta=col,
                         hovertemplate=f"{run} · {branch} {label} ({side}) = %{{y:.3~%}}<extra></extra>"))
                     rows.append(r)
                     cols.append(c)
     fig.add_traces(traces, rows=rows, cols=cols)
-    fig.update_xaxes(title_text="training step", row=len(branches))
+    fig.update_xaxes(title_text=X_AXES[x], row=len(branches))
     fig.update_yaxes(title_text="% of tokens", tickformat=".2~%", rangemode="tozero")
     fig.update_layout(title="Clip fractions per branch (dashed: outside the region, solid: binding)",
                       height=220 * len(branches) + 100, margin=dict(t=70, b=40, l=60, r=10),
