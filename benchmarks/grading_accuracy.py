@@ -7,7 +7,9 @@ prints false negatives (a correct answer refused) and false positives (a wrong a
   * the grader at `--ref` (default: the commit before this issue's work), extracted with `git archive`
     and run in a child interpreter,
   * the grader in this working tree,
-and the share of verdicts whose answer came from the no-marker fallback (`answer_source`).
+and the share of verdicts whose answer came from the no-marker fallback (`answer_source`). A second table
+counts the same errors per answer category of the gold (integers, fractions, decimals, scientific notation,
+expressions, tuples, intervals, sets, equations, units, text; `category`), plain math-verify vs now.
 
 `--fuzz K` adds a false-positive hunt over every K-th real gold of the 7 sets: its near miss
 (`rewrites.near_miss`) and, for an integer gold g, answers that contain g but are not g (`\\frac{1}{g}`,
@@ -103,6 +105,52 @@ def fuzz(stride: int) -> None:
         print(f"  FP gold {golds[0]!r}: {response[:100]!r} ({v.reason[:80]})")
 
 
+CATEGORIES = ("integers", "fractions", "decimals", "scientific", "expressions", "tuples", "intervals", "sets",
+              "equations", "units", "text")
+
+
+def category(gold: str) -> str:
+    """The answer category of a gold (issue 27's list), read from its written form."""
+    import re
+
+    g = re.sub(r"\\[,!;]|\s+", " ", gold).strip().strip("$").strip()
+    g = re.sub(r"(?<=\d), ?(?=\d{3}(?!\d))", "", g) if re.fullmatch(r"[-\\$]*\d{1,3}(?:, ?\d{3})+", g) else g
+    if re.fullmatch(r"\\text\{\s*\(?[A-Za-z][A-Za-z ]*\)?\s*\}|[A-Za-z]{4,}|\(?[A-E]\)?", g):
+        return "text"
+    if re.search(r"\\%|%|\\\$|\^\s*\{?\\circ|\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z/. ]+\}|\d\s*(?:cm|m|km|kg|s|g)\b", g):
+        return "units"
+    if re.search(r"(?<![<>!\\])=|<|>|\\[lg]eq?\b|\\neq", g):
+        return "equations"
+    if re.fullmatch(r"[(\[].*,.*[)\]]", g) and (re.search(r"\\infty|\\cup", g) or g[0] != "(" or g[-1] != ")"):
+        return "intervals"
+    if g.startswith("\\{") or "," in re.sub(r"\{[^{}]*\}|\([^()]*\)", "", g):
+        return "sets"
+    if re.fullmatch(r"\(.*,.*\)", g):
+        return "tuples"
+    if re.search(r"\d[eE][-+]?\d|\\times\s*10\^|\\cdot\s*10\^", g):
+        return "scientific"
+    if re.fullmatch(r"-?\d*\.\d+", g):
+        return "decimals"
+    if re.fullmatch(r"-?(?:\\[dt]?frac\s*\{?\d+\}?\s*\{?\d+\}?|\d+\s*/\s*\d+)", g):
+        return "fractions"
+    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+|-?\d+", g):
+        return "integers"
+    return "expressions"
+
+
+def per_category(rows, expected, mv, after) -> None:
+    """Misses (false negatives) and false accepts per answer category, plain math-verify vs now."""
+    print("\n| answer category | cases | math-verify FN / FP | now FN / FP |\n|---|---|---|---|")
+    cats = [category(g) for _, g, _, _ in rows]
+    for name in CATEGORIES:
+        idx = [i for i, c in enumerate(cats) if c == name]
+        if not idx:
+            continue
+        exp = [expected[i] for i in idx]
+        cells = [f"{fn} / {fp}" for fn, fp in (errors([got[i] for i in idx], exp) for got in (mv, after))]
+        print(f"| {name} | {len(idx)} | " + " | ".join(cells) + " |")
+
+
 def errors(correct: list[bool], expected: list[bool]) -> tuple[int, int]:
     fn = sum(e and not c for c, e in zip(correct, expected))
     fp = sum(c and not e for c, e in zip(correct, expected))
@@ -143,6 +191,7 @@ def main() -> None:
         print(f"| {name} | {len(idx)} | " + " | ".join(cells) + " |")
     print(f"| **total** | {len(rows)} | " + " | ".join(f"**{fn} / {fp}**" for fn, fp in totals.values())
           + " |")
+    per_category(rows, expected, mv, after)
     sources = [v["source"] for v in now]
     fallback = sum(s == "fallback" for s in sources)
     print(f"\nanswer_source now: boxed {sources.count('boxed')}, marker {sources.count('marker')}, "
