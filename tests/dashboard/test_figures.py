@@ -331,3 +331,20 @@ def test_x_axes_tokens_seen_and_wall_time_and_the_csv_of_a_chart():
     line = fcur.line_overlay(smooth.assign(x=smooth["step"]), "entropy/mean", "e",
                              raw=fcur.prepare(f, ["entropy/mean"]), smoothing=0.5)
     assert [t.name for t in line.data] == ["a raw", "a", "b raw", "b"]
+
+
+def test_wrong_samples_and_two_evaluations_compared_problem_by_problem():
+    def rec(p, s, ok):
+        return dict(problem_id=f"b-{p}", sample=s, extracted=str(p if ok else -p), gold=[str(p)], correct=ok,
+                    status="ok", reason="match" if ok else "mismatch", n_tokens=10, finish_reason="stop")
+
+    a = [rec(p, s, s < p) for p in (1, 2, 10) for s in range(4)]  # b-1: 1/4, b-2: 2/4, b-10: 4/4
+    b = [rec(p, s, True) for p in (1, 2, 10) for s in range(4)]  # every sample right
+    wrong = fe.wrong_samples(a)
+    assert list(zip(wrong["problem_id"], wrong["sample"])) == [("b-1", 1), ("b-1", 2), ("b-1", 3), ("b-2", 2),
+                                                               ("b-2", 3)]
+    assert wrong["gold"].tolist()[0] == "1" and fe.wrong_samples(b).empty
+    diff = fe.compare_problems(a, b, ("ckpt 10", "ckpt 20"))
+    assert diff["problem_id"].tolist() == ["b-1", "b-2", "b-10"]  # largest change first
+    assert diff["change"].tolist() == [0.75, 0.5, 0.0] and list(diff.columns)[1:3] == ["accuracy ckpt 10",
+                                                                                       "accuracy ckpt 20"]

@@ -165,6 +165,19 @@ def check_evaluation(at, root):
     assert any("extracted '0'" in e.label for e in at.expander)
     said = texts(at)  # the problem, not the chat template around it
     assert "**Problem** Problem 0 of aime24?" in said and "im_start" not in said and "**Gold answer** `0`" in said
+    # "Wrong only": the 6 odd samples (extracted p + 1) of the 3 problems; each problem's wrong samples only.
+    at.toggle(key="eval_wrong").set_value(True).run()
+    wrong = at.dataframe[1].value  # table 1, the wrong samples, problems, samples
+    assert len(wrong) == 6 and (wrong["extracted"].astype(int) == wrong["problem_id"].str[-1].astype(int) + 1).all()
+    assert "6 of 12 samples graded wrong" in texts(at)
+    assert [e.label for e in at.expander if e.label.startswith("sample")] == ["sample 1 · ✗ · extracted '1'",
+                                                                           "sample 3 · ✗ · extracted '1'"]
+    # Side by side: the same problem's samples of two checkpoints.
+    at.selectbox(key="eval_other").set_value("dhpo-e · step 10").run()
+    no_errors(at)
+    heads = [m.value for m in at.markdown if "correct" in m.value and m.value.startswith("**")]
+    assert heads == ["**evals/base-model**: 2/4 correct", "**dhpo-e · step 10**: 2/4 correct"]
+    assert at.dataframe[2].value["change"].tolist() == [0.0, 0.0, 0.0]  # table 1, wrong, the comparison
 
 
 def check_sweep(at, root):  # the statistics themselves: tests/science (test_compare.py, test_sweep_page.py)

@@ -15,7 +15,8 @@ import plotly.graph_objects as go
 
 from dhpo_suite.dashboard.figures.curves import empty_figure, run_colors
 
-__all__ = ["summary_rows", "last_checkpoints", "table1", "accuracy_curve", "problem_samples", "problem_overview"]
+__all__ = ["summary_rows", "last_checkpoints", "table1", "accuracy_curve", "problem_samples", "problem_overview",
+           "wrong_samples", "compare_problems"]
 
 
 def summary_rows(summary: dict, *, label: str, run: str = "", algorithm: str = "", step: int | None = None) -> list[dict]:
@@ -121,3 +122,31 @@ def problem_samples(records: list[dict], problem_id: str) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=cols)
     return pd.DataFrame(rows).sort_values("sample")[cols].reset_index(drop=True)
+
+
+def wrong_samples(records: list[dict]) -> pd.DataFrame:
+    """Every sample graded wrong (a "wrong only" list): problem, sample, extracted answer, gold, grade status
+    and reason, length, finish reason; problems in natural order, samples by number."""
+    cols = ["problem_id", "sample", "extracted", "gold", "status", "reason", "n_tokens", "finish_reason"]
+    rows = [r for r in records if not r.get("correct")]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    df = pd.DataFrame(rows).reindex(columns=cols)
+    df["gold"] = df["gold"].map(lambda g: ", ".join(map(str, g)) if isinstance(g, list) else g)
+    order = df.assign(_id=df["problem_id"].map(natural_key)).sort_values(["_id", "sample"], kind="stable").index
+    return df.loc[order].reset_index(drop=True)
+
+
+def compare_problems(a: list[dict], b: list[dict], names: tuple[str, str] = ("A", "B")) -> pd.DataFrame:
+    """The problems two evaluations share, with each one's accuracy and the difference (B − A), largest
+    change first: where one checkpoint (or run) solves what the other does not."""
+    ova, ovb = problem_overview(a), problem_overview(b)
+    cols = ["problem_id", f"accuracy {names[0]}", f"accuracy {names[1]}", "change"]
+    if ova.empty or ovb.empty:
+        return pd.DataFrame(columns=cols)
+    both = ova[["problem_id", "accuracy"]].merge(ovb[["problem_id", "accuracy"]], on="problem_id", suffixes=("_a", "_b"))
+    both["change"] = both["accuracy_b"] - both["accuracy_a"]
+    both = both.rename(columns={"accuracy_a": cols[1], "accuracy_b": cols[2]})
+    order = both.assign(_abs=-both["change"].abs(), _id=both["problem_id"].map(natural_key)).sort_values(
+        ["_abs", "_id"], kind="stable").index
+    return both.loc[order, cols].reset_index(drop=True)

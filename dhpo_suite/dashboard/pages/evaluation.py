@@ -1,5 +1,6 @@
 """Evaluation: Table-1 pivot of the selected runs' checkpoint evaluations, accuracy vs step, and a
-per-problem drill-down with every sample's extracted answer and grade."""
+per-problem drill-down with every sample's extracted answer and grade: a "wrong only" list, and two
+evaluations (runs or checkpoints) of the same problem side by side."""
 
 import streamlit as st
 
@@ -25,22 +26,58 @@ st.plotly_chart(fig.accuracy_curve(frame, None if bench == "AVG" else bench, ctx
                 key="eval_fig", theme=None)
 
 st.subheader("Per-problem drill-down")
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns([2, 1, 2])
 label = c1.selectbox("Evaluation", list(dirs), index=len(dirs) - 1, key="eval_dir")
 bench = c2.selectbox("Benchmark", list(frame.loc[frame["label"] == label, "bench"]), key="eval_bench")
+others = [d for d in dirs if d != label and bench in set(frame.loc[frame["label"] == d, "bench"])]
+other = c3.selectbox("Side by side with", ["—", *others], key="eval_other",
+                     help="Another run's or checkpoint's evaluation of the same benchmark: the same problem's "
+                          "samples of both, next to each other")
 records, skipped = data.eval_samples(dirs[label], bench)
 controls.show_problems(skipped, "sample lines")
+wrong_only = st.toggle("Wrong samples only", key="eval_wrong")
+if wrong_only:
+    wrong = fig.wrong_samples(records)
+    st.caption(f"{len(wrong)} of {len(records)} samples graded wrong")
+    st.dataframe(wrong, key="eval_wrong_list", hide_index=True)
+if other != "—":
+    other_records, more = data.eval_samples(dirs[other], bench)
+    controls.show_problems(more, "sample lines")
+    st.caption("Problems both evaluated, largest change in accuracy first")
+    st.dataframe(fig.compare_problems(records, other_records, (label, other)), key="eval_compare", hide_index=True)
 overview = fig.problem_overview(records)
+if wrong_only:
+    overview = overview[overview["correct"] < overview["samples"]]
 st.dataframe(overview, key="eval_problems", hide_index=True,
              column_config={"accuracy": st.column_config.NumberColumn(format="percent")})
 if overview.empty:
     st.stop()
 problem = st.selectbox("Problem (hardest first)", list(overview["problem_id"]), key="eval_problem")
-rows = [r for r in records if str(r["problem_id"]) == str(problem)]
-gold = rows[0].get("gold")
-st.markdown(f"**Problem** {fig.problem_text(rows[0])}  \n**Gold answer** "
+
+
+def show_problem(records: list[dict], where, name: str) -> None:
+    """One evaluation's samples of the chosen problem (wrong ones only when asked)."""
+    rows = [r for r in records if str(r["problem_id"]) == str(problem) and not (wrong_only and r["correct"])]
+    mine = [r for r in records if str(r["problem_id"]) == str(problem)]
+    if not mine:
+        where.info(f"{name}: no sample of problem {problem}")
+        return
+    right = sum(bool(r["correct"]) for r in mine)
+    where.markdown(f"**{name}**: {right}/{len(mine)} correct")
+    table = fig.problem_samples(records, problem)
+    where.dataframe(table[~table["correct"]] if wrong_only else table, key=f"eval_samples_{name}", hide_index=True)
+    for r in sorted(rows, key=lambda r: r["sample"])[:8]:
+        with where.expander(f"sample {r['sample']} · {'✓' if r['correct'] else '✗'} · extracted {r['extracted']!r}"):
+            st.text(r["response"])
+
+
+first = [r for r in records if str(r["problem_id"]) == str(problem)][0]
+gold = first.get("gold")
+st.markdown(f"**Problem** {fig.problem_text(first)}  \n**Gold answer** "
             f"{', '.join(f'`{g}`' for g in gold) if isinstance(gold, list) else f'`{gold}`'}")
-st.dataframe(fig.problem_samples(records, problem), key="eval_samples")
-for r in sorted(rows, key=lambda r: r["sample"])[:8]:
-    with st.expander(f"sample {r['sample']} · {'✓' if r['correct'] else '✗'} · extracted {r['extracted']!r}"):
-        st.text(r["response"])
+if other == "—":
+    show_problem(records, st, label)
+else:
+    left, right = st.columns(2)
+    show_problem(records, left, label)
+    show_problem(other_records, right, other)
