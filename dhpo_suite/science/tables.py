@@ -63,7 +63,8 @@ def contrast_rows(table: pd.DataFrame) -> list[list[str]]:
         digits = 1 if r["metric"] in ("late_length", "collapse_step") else 4
         ci = "—" if math.isnan(r["mean"]) else f"{r['mean']:+.{digits}f}" + (
             "" if math.isnan(r["lo"]) else f" [{r['lo']:+.{digits}f}, {r['hi']:+.{digits}f}]")
-        claim = {"greater": "> 0", "less": "< 0", "equal": f"|d| < {r['margin']:g}"}[r["direction"]]
+        claim = f"|d| < {r['margin']:g}" if r["direction"] == "equal" else \
+            {"greater": "> 0", "less": "< 0"}[r["direction"]]
         rows.append([r["name"], f"{r['arm']} − {r['baseline']}", r["metric"], claim, str(r["n"]), ci, _p(r["p"]),
                      _p(r["p_holm"]), _p(r["p_sign_flip"]), _p(r["p_tost"]), _p(r["p_improvement"]), r["verdict"]])
     return rows

@@ -155,3 +155,19 @@ def test_prereg_fields_are_checked_one_line_each(edit, message):
         bad["family"] = ["x"]
     with pytest.raises(pr.PreregError, match=message.replace("[", r"\[").replace("]", r"\]")):
         pr.parse(json.dumps(bad).encode(), "p.json", ("final_reward", "late_entropy"))
+
+
+def test_fewer_than_three_shared_seeds_give_no_verdict_and_say_why(tmp_path):
+    root = tmp_path / "two"
+    prereg = {"version": 1, "primary_metric": "final_reward", "contrasts": [
+        {"name": "accuracy", "arm": "dhpo-e-branch", "baseline": "grpo", "direction": "greater"}]}
+    data = json.dumps(prereg).encode()
+    load_or_create(root, Sweep(("grpo", "dhpo-e"), (), (0, 1), (), 40, pr.digest(data)), data)
+    for seed in (0, 1):
+        write_run(root / f"grpo-s{seed}", "grpo", seed, {0: 0.2, 40: 0.3}, flat(1.0), flat(20.0), extra=binding(0.02))
+        write_run(root / f"dhpo-e-s{seed}", "dhpo-e", seed, {0: 0.2, 40: 0.3}, flat(1.0), flat(20.0), clip="branch")
+    row = analyse(root).contrasts.iloc[0]
+    assert np.isnan(row["lo"]) and np.isnan(row["p"]) and row["mean"] == 0.0  # issue 26: not 0.000 [0.000, 0.000]
+    assert row["verdict"] == ("no verdict: 2 shared seeds, fewer than 3 seeds: the spread is estimated from at most one "
+                              "difference (the 95 % t quantile is 12.7 at 1 degree of freedom) and the exact "
+                              "sign-flip p cannot fall below 0.5")

@@ -26,3 +26,15 @@ def test_pass_through_options_are_checked_per_objective_before_anything_runs(tmp
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], result.output
     assert not out.exists()
+
+
+def test_a_bad_pre_registration_is_refused_before_anything_runs(tmp_path):
+    out, prereg = tmp_path / "sweep", tmp_path / "prereg.json"
+    prereg.write_text('{"version": 1, "primary_metric": "final_reward", "contrasts": [{"name": "a", "arm": '
+                      '"dhpo-e-branch", "baseline": "grpo", "direction": "equal"}]}')
+    result = CliRunner().invoke(app, ["sweep", str(out), "--algos", "grpo", "--seeds", "1", "--prereg", str(prereg)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: --prereg: {prereg}: contrasts[0].margin: an 'equal' contrast needs a margin > 0 "
+                     "(the TOST bound)"]
+    assert not out.exists()
