@@ -8,8 +8,9 @@ RolloutReplicaRegistry, which loads the actor's weights after every step.
 - dhpo-e runs `--steps 2` to the end: both steps' telemetry (per-branch clip fractions, entropy, w, reward),
   the final checkpoint exported into the run directory, manifest `completed`; the data holds 2 problems for
   2 prompts per step, so the run also needs the epoch fix (1 step per epoch, 2 steps).
-- grpo (a baseline) runs `--steps 3` and gets SIGTERM once step 2 is written: the manifest says
-  `interrupted` and every process the launch started (verl's driver, Ray, its workers) is gone.
+- grpo (a baseline) runs `--steps 3`; a second launch on the same `--out` is refused while it runs; it gets
+  SIGTERM once step 2 is written: the manifest says `interrupted` and every process the launch started
+  (verl's driver, Ray, its workers) is gone. Its steps carry `entropy/mean` (every objective logs entropy).
 """
 
 from __future__ import annotations
@@ -154,6 +155,11 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
             time.sleep(1)
         for p in psutil.Process(proc.pid).children(recursive=True):
             launched.setdefault(p.pid, p)
+        # One writer per run directory: a second launch on the same --out is refused, not taken as a resume.
+        second = subprocess.run(_command("grpo", 3, run_dir, data_dir, tiny_model_dir), env=_env(),
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        assert second.returncode == 2 and "another writer is using it" in second.stderr, second.stderr[-3000:]
+        assert proc.poll() is None  # the first launch is untouched
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     finally:
@@ -171,6 +177,8 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
     assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
     assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
     assert reader.manifest.algorithm == "grpo"
+    # A baseline logs the entropy too: the paper's Fig. 1b (GRPO's entropy against DHPO's) from verl runs.
+    assert math.isfinite(row["entropy/mean"]) and row["entropy/mean"] > 0
 
 
 def test_the_dashboard_opens_the_run(dhpo_e_run, monkeypatch):

@@ -10,6 +10,10 @@ import sys
 import time
 
 import psutil
+import pytest
+
+from dhpo_suite.runs import Manifest, RunWriter, read_manifest
+from dhpo_suite.train.verl_backend.launch import finish, supervise
 
 # A stand-in for verl's driver: starts a grandchild in a new session (like Ray's raylet/gcs), writes both pids,
 # then ignores SIGINT for a while (a driver stuck in shutdown), so the grace kill and the marker sweep are needed.
@@ -29,18 +33,22 @@ print("RESULT", code, stopped, flush=True)
 """
 
 
-def test_sigterm_ends_the_driver_and_every_marked_process():
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: the user's terminal closed
+def test_a_stop_signal_ends_the_driver_and_every_marked_process(sig):
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, DRIVER], stdout=subprocess.PIPE, text=True)
     try:
         pids = json.loads(launcher.stdout.readline())
         procs = [psutil.Process(p) for p in pids.values()]
+        deadline = time.monotonic() + 30  # the daemon may still be between fork and exec (empty environ)
+        while not all(p.environ().get("DHPO_SUITE_VERL_RUN") for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert all(p.environ().get("DHPO_SUITE_VERL_RUN") for p in procs)  # the marker reached both
-        launcher.send_signal(signal.SIGTERM)
+        launcher.send_signal(sig)
         out, _ = launcher.communicate(timeout=60)
     finally:
         if launcher.poll() is None:
             launcher.kill()
-    assert out.split() == ["RESULT", str(-signal.SIGKILL), str(int(signal.SIGTERM))]  # killed after the grace
+    assert out.split() == ["RESULT", str(-signal.SIGKILL), str(int(sig))]  # killed after the grace
     time.sleep(0.5)
     assert not [p.pid for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
@@ -62,3 +70,14 @@ def _marker(p) -> str | None:
         return p.environ().get("DHPO_SUITE_VERL_RUN")
     except (psutil.Error, OSError):
         return None
+
+
+def test_a_killed_driver_is_exit_137_and_a_failed_manifest(tmp_path):
+    """SIGKILL of verl's driver (the OOM killer's way): the launcher exits 128 + 9 as a shell would say, not
+    Python's 256 - 9 = 247, and the manifest says who was killed by what."""
+    writer = RunWriter(tmp_path / "run", Manifest(algorithm="grpo", backend="verl"))
+    code, stopped = supervise([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert (code, stopped) == (-signal.SIGKILL, None)
+    assert finish(writer, code, stopped) == 137
+    m = read_manifest(tmp_path / "run")
+    assert m.status == "failed" and "killed by SIGKILL" in m.error

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["LaunchError", "Plan", "plan", "run", "default_run_dir", "supervise", "RUN_MARKER"]
+__all__ = ["LaunchError", "Plan", "plan", "run", "default_run_dir", "finish", "supervise", "RUN_MARKER"]
 
 RUN_MARKER = "DHPO_SUITE_VERL_RUN"
 """Environment variable that every process of one launch inherits (verl's driver, Ray, its workers)."""
@@ -304,15 +304,21 @@ def run(
         print(f"run directory: {pl.run_dir}\n{pl.resolution.table()}\n{shlex.join(pl.command)}", flush=True)
         env = {"TENSORBOARD_DIR": str(pl.run_dir / "verl" / "tensorboard")}  # not ./tensorboard_log of the caller
         code, stopped_by = supervise(pl.command, env=env)
-        if stopped_by is not None:
-            name = signal.Signals(stopped_by).name
-            writer.close("interrupted", f"stopped by {name}; verl's Ray job and its processes were ended")
-            return 128 + stopped_by
-        if code < 0:  # verl's driver itself was killed by signal -code
-            writer.close("failed", f"verl's driver was killed by {signal.Signals(-code).name}")
-            return 128 - code
-        writer.close("completed" if code == 0 else "failed", None if code == 0 else f"verl exited with code {code}")
-        return code
+        return finish(writer, code, stopped_by)
+
+
+def finish(writer: Any, code: int, stopped_by: int | None) -> int:
+    """Close the run's manifest after verl's driver ended; the launcher's exit code (128 + N for signal N, as
+    a shell reports it, whether the launcher or the driver got the signal)."""
+    if stopped_by is not None:
+        name = signal.Signals(stopped_by).name
+        writer.close("interrupted", f"stopped by {name}; verl's Ray job and its processes were ended")
+        return 128 + stopped_by
+    if code < 0:  # verl's driver itself was killed by signal -code
+        writer.close("failed", f"verl's driver was killed by {signal.Signals(-code).name}")
+        return 128 - code
+    writer.close("completed" if code == 0 else "failed", None if code == 0 else f"verl exited with code {code}")
+    return code
 
 
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
