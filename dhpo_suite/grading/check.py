@@ -27,6 +27,7 @@ from dhpo_suite.grading.normalize import (
     strip_assignment,
     text_key,
 )
+from dhpo_suite.grading.structural import equation_parts, mirrored, term_key, unit_conflict
 from dhpo_suite.grading.tolerance import Num, numbers_match, parse_number
 
 __all__ = ["MAX_ANSWER_CHARS", "grade_one", "warm_up"]
@@ -114,6 +115,9 @@ def match(pred_raw: str, gold_raw: str) -> tuple[bool, str]:
     if gold_time is not None:
         same = parse_time(pred_raw) == gold_time
         return same, f"clock time {pred_raw!r} {'equals' if same else 'differs from'} gold {gold_raw!r}"
+    conflict = unit_conflict(gold_raw, pred_raw)
+    if conflict:
+        return False, conflict
     gold, pred = normalize(gold_raw), normalize(pred_raw)
     letter, pred_letter = _choice_letter(gold), _choice_letter(pred)
     if letter and pred_letter:
@@ -202,6 +206,8 @@ def _numbers(gold: Num, pred: Num, gold_raw: str, pred_raw: str) -> tuple[bool, 
 def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool, str]:
     gold_expr = parse_latex(gold)
     if gold_expr is None or not keeps_variables(gold, gold_expr):
+        if equation_parts(gold) and equation_parts(pred):
+            return _equation(gold, pred)
         same = loose_key(gold) == loose_key(pred)
         why = "not parseable" if gold_expr is None else f"misread as {_short(gold_expr)}"
         return same, f"gold {gold!r} {why} by math-verify; compared as text: {'same' if same else 'differs'}"
@@ -220,6 +226,38 @@ def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool,
         if value is not None:
             return numbers_match(Num(value, None, 0, gold), pred_num)
     return _verify(gold_expr, pred_expr, gold, pred)
+
+
+def _equation(gold: str, pred: str) -> tuple[bool, str]:
+    """An equation gold that math-verify misreads, compared side by side (structural.py)."""
+    (gl, rel, gr), (pl, prel, pr) = equation_parts(gold), equation_parts(pred)  # type: ignore[misc]
+    rel, prel = rel.replace("\\lt", "<").replace("\\gt", ">"), prel.replace("\\lt", "<").replace("\\gt", ">")
+    orders = [(pl, pr)] if prel == rel else []
+    orders += [(pr, pl)] if mirrored(prel) == rel else []
+    for left, right in orders:
+        if _same_side(gl, left) and _same_side(gr, right):
+            return True, f"equation {pred!r} has the sides and relation of gold {gold!r}"
+    return False, f"equation {pred!r} differs from gold {gold!r} side by side"
+
+
+def _same_side(gold: str, pred: str) -> bool:
+    """Equal as text, or equivalent under math-verify when both parse with the same variable letters
+    (case kept: math-verify lower-cases `R` to `r`)."""
+    if loose_key(gold) == loose_key(pred) or term_key(gold) == term_key(pred):
+        return True
+    if _letters(gold) != _letters(pred):
+        return False
+    gold_expr, pred_expr = parse_latex(gold), parse_latex(pred)
+    if gold_expr is None or pred_expr is None:
+        return False
+    if not (keeps_variables(gold, gold_expr) and keeps_variables(pred, pred_expr)):
+        return False
+    return _verify(gold_expr, pred_expr, gold, pred)[0]
+
+
+def _letters(text: str) -> set[str]:
+    """Every letter outside commands, `\\text{}` and subscripts, case kept (`kx` has k and x)."""
+    return set(re.findall(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+(?:\s*\{[^{}]*\})?|_\{[^{}]*\}|_\w", " ", text)))
 
 
 def _verify(gold_expr, pred_expr, gold: str, pred: str) -> tuple[bool, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["choice_label", "parse_time", "stated_values", "strip_choice_label"]
+__all__ = ["choice_label", "parse_time", "split_top", "stated_values", "strip_choice_label"]
 
 _TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?|(noon|midnight))?$")
 _HOUR_RE = re.compile(r"^(\d{1,2})\s*(?:([ap])\.?\s*m\.?)$")  # `9 a.m.`: a time only with its meridiem
@@ -109,3 +109,6 @@ def _split_top(text: str, pattern: str) -> tuple[list[str], list[str]]:
         i += 1
     parts.append(text[start:].strip())
     return parts, seps
+
+
+split_top = _split_top  # public name for structural.py

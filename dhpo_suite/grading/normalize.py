@@ -33,8 +33,8 @@ _UNITS_LONG = (
 )
 _NUMBER = r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)"
 _TEXT_WRAP_RE = re.compile(r"^\\(?:text|textbf|textrm|mathrm|mathbf|mbox|rm)\s*\{([^{}]*)\}$")
-_TRAILING_TEXT_RE = re.compile(
-    r"(?<=\S)\s*\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$"
+_TRAILING_TEXT_RE = re.compile(  # `\\mu\\text{m}`: a prefix before the unit's text
+    r"(?<=\S)\s*(?:\\mu\s*)?\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$"
 )
 _TRAILING_UNIT_RE = re.compile(rf"(?<=[\d}}])\s*(?:{_UNITS_LONG})(?:\s*\^\s*\{{?\d\}}?)?\s*$")
 _SHORT_UNIT_RE = re.compile(rf"^({_NUMBER})\s*(?:m|s|g|h)(?:\^\{{?\d\}}?)?$")

@@ -90,9 +90,36 @@ PERCENT = [  # a percentage keeps its meaning unless the gold is a plain number
     (r"\frac{\sqrt{3}}{2}", r"The answer is $\boxed{\frac{\sqrt{3}}{2}\%}$.", False, "a percentage of a symbolic gold"),
 ]
 
+MINERVA = "minerva_math gold {} (../shared/benchmarks)"
+
+EQUATIONS_UNITS = [  # golds math-verify misreads, compared side by side; units that differ refuse a value
+    (r"m \frac{d v}{d t}+b v=f", r"So the equation of motion is $\boxed{bv + m\frac{dv}{dt} = f}$.", True,
+     MINERVA.format(119) + ": terms reordered"),
+    (r"m \frac{d v}{d t}+b v=f", r"So the equation of motion is $\boxed{m\frac{dv}{dt} - bv = f}$.", False,
+     MINERVA.format(119) + ": a sign differs"),
+    (r"\frac{d x}{d t}=k x-a", r"Therefore $\boxed{\frac{dx}{dt} = -a + kx}$.", True,
+     MINERVA.format(64) + ": the right side reordered (equivalent under math-verify, same letters)"),
+    (r"\frac{d x}{d t}=k x-a", r"Therefore $\boxed{\frac{dx}{dt} = kx + a}$.", False, MINERVA.format(64)),
+    (r"I \frac{d \omega}{d t}+2 B \omega=T", r"$\boxed{I \frac{d\omega}{dt} + 2B\omega = T}$", True,
+     MINERVA.format(125)),
+    (r"I \frac{d \omega}{d t}+2 B \omega=T", r"$\boxed{I \frac{d\omega}{dt} + 2b\omega = T}$", False,
+     MINERVA.format(125) + ": b is not B (math-verify lower-cases both)"),
+    (r"\frac{d^{2} v_{o}}{d t^{2}}+\frac{v_{o}}{L C}=\frac{v_{i}}{L C}",
+     r"$\boxed{\frac{d^2 v_o}{dt^2} + \frac{v_o}{LC} = \frac{v_i}{LC}}$", True, MINERVA.format(131)),
+    (r"\frac{d^{2} v_{o}}{d t^{2}}+\frac{v_{o}}{L C}=\frac{v_{i}}{L C}",
+     r"$\boxed{\frac{d^2 v_o}{dt^2} + \frac{v_o}{LC} = \frac{v_o}{LC}}$", False, MINERVA.format(131)),
+    (r"864 \mbox{ inches}^2", "The area is 864 square inches.", True, "MATH gold 864 \\mbox{ inches}^2, unit in words"),
+    (r"864 \mbox{ inches}^2", r"The area is $\boxed{864 \text{ cm}^2}$.", False, "MATH gold, another unit"),
+    (r"15\mbox{ cm}^2", r"so the area is $\boxed{15 \mathrm{~cm}^{2}}$", True, "MATH gold 15\\mbox{ cm}^2, Minerva-style unit"),
+    (r"15\mbox{ cm}^2", r"so the area is $\boxed{15 \mathrm{~m}^{2}}$", False, "MATH gold, square metres"),
+    ("0.5", r"The wavelength is $\boxed{0.5 \, \mu\text{m}}$.", True, "a unit prefix \\mu before \\text{m}"),
+    ("1.6", r"The image is $\boxed{1.6 \mathrm{~cm}}$ across.", True, MINERVA.format(0) + " (gold 1.6, in cm)"),
+]
+
 REAL_TABLES = {
     "real_cs336_gsm8k": _cs336(),
     "real_committed": COMMITTED,
     "real_extraction": EXTRACTION,
     "real_percent": PERCENT,
+    "real_equations_units": EQUATIONS_UNITS,
 }
