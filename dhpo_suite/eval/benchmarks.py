@@ -139,8 +139,22 @@ def load_problems(name: str, data_dir: Path | str | None = None, limit: int | No
             raise DataError(f"{path}: not found (--data-dir must hold <bench>.jsonl files)")
         problems = read_jsonl(path)
     else:
-        problems = hub_problems(bench)
+        problems = _from_hub(bench)
         if bench.rows and len(problems) != bench.rows and notify:
             notify(f"{name}: the hub split has {len(problems)} rows, SimpleRL's file {bench.rows}; for the "
                    f"paper's exact set use --data-dir with the shipped files")
     return problems[:limit] if limit else problems
+
+
+def _from_hub(bench: Benchmark) -> list[Problem]:
+    """hub_problems, with any failure to reach the hub (offline, a proxy, a renamed dataset: `datasets` raises
+    many types, after ~30 s of retries) one DataError saying how to evaluate offline."""
+    try:
+        return hub_problems(bench)
+    except DataError:
+        raise
+    except Exception as e:  # noqa: BLE001 - re-raised as one line with its type and first line
+        reason = (str(e).strip().splitlines() or [""])[0][:200]
+        raise DataError(f"{bench.name}: cannot load {bench.hub_id} from the Hugging Face hub ({type(e).__name__}: "
+                        f"{reason}); pass --data-dir DIR (or set DHPO_BENCHMARKS_DIR) to a folder of <bench>.jsonl "
+                        f"files, such as SimpleRL's shipped test sets") from None

@@ -24,7 +24,9 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
         raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
     if model is not None:
         from dhpo_suite.eval.identity import default_out_dir
+        from dhpo_suite.eval.named_models import resolve_named_model
 
+        model = resolve_named_model(str(model), lambda m: typer.echo(m, err=True)) or model  # as train does
         _check_model_dir(model, "--model")
         return [(model.name, str(model), out or default_out_dir(model))]
     found = list(complete_checkpoints(run))
@@ -56,6 +58,9 @@ def _check_options(v: dict) -> None:
             raise ValueError(f"{_flag(name)}: must be {allowed}, got {x}")
     if v["steps"] not in ("all", "last") and not all(s.strip().isdigit() for s in v["steps"].split(",")):
         raise ValueError(f"--steps: all, last, or a comma list of step numbers such as 10,20; got {v['steps']!r}")
+    from dhpo_suite.eval.protocols import get_protocol
+
+    get_protocol(v["protocol"])
     if v["template"] is not None:
         from dhpo_suite.eval.prompts import load_template
 
@@ -76,6 +81,8 @@ def _lock_results(targets, stack, option: str) -> None:
     for _, _, results in targets:
         if Path(results).exists() and not Path(results).is_dir():
             raise ValueError(f"{option}: {results} is a file, not a results directory")
+        if not Path(results).exists():  # runs after the lock's release: a failed start leaves nothing behind
+            stack.callback(_remove_if_unused, Path(results))
         try:
             stack.enter_context(DirLock(results))
         except LockHeld as e:
@@ -85,9 +92,26 @@ def _lock_results(targets, stack, option: str) -> None:
                              f"({e.strerror or e})") from None
 
 
+def _remove_if_unused(results: Path) -> None:
+    """Remove a results directory this command created when it holds no samples (only the lock, config.json)."""
+    from dhpo_suite.runs import eval_results as er
+    from dhpo_suite.runs.lock import LOCK_FILE
+
+    try:
+        if results.is_dir() and {p.name for p in results.iterdir()} <= {LOCK_FILE, er.CONFIG}:
+            for p in results.iterdir():
+                p.unlink()
+            results.rmdir()
+    except OSError:
+        pass  # another process wrote into it meanwhile: keep it
+
+
 def _check_model_dir(path: Path, option: str) -> None:
     if not path.is_dir():
-        raise typer.BadParameter(f"{option}: {path} is not a directory")
+        from dhpo_suite.eval.named_models import NAMES
+
+        names = f"; or a name train accepts: {', '.join(NAMES)}" if option == "--model" else ""
+        raise typer.BadParameter(f"{option}: {path} is not a directory (a Hugging Face model directory{names})")
     if not (path / "config.json").is_file():
         raise typer.BadParameter(f"{option}: {path} is not a Hugging Face model directory (no config.json)")
     from dhpo_suite.models.local import ModelDirError, refuse_custom_code
@@ -103,7 +127,8 @@ def register(app: typer.Typer) -> None:
     def eval(  # noqa: A001 - the command's name
         ctx: typer.Context,
         bench: str = BenchOpt,
-        model: Path = typer.Option(None, "--model", "-m", help="HF model directory."),
+        model: Path = typer.Option(None, "--model", "-m", help="HF model directory, or a name train accepts: "
+                                   "tiny, smollm2-135m (built into the trainer's cache on first use)."),
         run: Path = typer.Option(None, "--run", help="Training run dir: evaluates checkpoints/step-*/ into "
                                  "RUN_DIR/evals/step-*/."),
         steps: str = typer.Option("all", help="With --run: all, last, or a comma list of steps."),
@@ -113,7 +138,10 @@ def register(app: typer.Typer) -> None:
                                       "answer_alt]); default env DHPO_BENCHMARKS_DIR, else the HF hub."),
         samples: int = typer.Option(None, help="Samples per problem (default: AIME 32, AMC23 4, others 1)."),
         limit: int = typer.Option(None, help="Only the first N problems of each benchmark (a task: N, default 128)."),
-        template: str = typer.Option(None, help="qwen-boxed | chat | task | FILE with {input} (default per bench)."),
+        template: str = typer.Option(None, help="qwen-boxed | chat | task | FILE with {input} (default: a task's "
+                                     "own; chat for an instruct model; else qwen-boxed)."),
+        protocol: str = typer.Option("paper", help="paper (the benchmarks' records) or simplerl (SimpleRL-Zoo's "
+                                     "harness: its stop strings, 16,000 tokens, stripped questions, top-p 0.95)."),
         max_new_tokens: int = typer.Option(None, help="Response token limit, clamped to the context (default: 16384; "
                                            "a training task's own)."),
         temperature: float = typer.Option(1.0),
@@ -157,7 +185,8 @@ def register(app: typer.Typer) -> None:
             stack.close()
             typer.echo(f"error: {e}", err=True)  # one line, never wrapped
             raise typer.Exit(2)
-        settings = EvalSettings(template=template, samples=samples, max_new_tokens=max_new_tokens,
+        temperature, top_p = _protocol_sampling(ctx, protocol, temperature, top_p)
+        settings = EvalSettings(protocol=protocol, template=template, samples=samples, max_new_tokens=max_new_tokens,
                                 temperature=temperature, top_p=top_p, limit=limit,
                                 data_dir=str(data_dir) if data_dir else None, batch_size=batch_size,
                                 grader_workers=grader_workers, grader_timeout=grader_timeout, shard=rank_world)
@@ -175,6 +204,18 @@ def register(app: typer.Typer) -> None:
         out_console.print(headline_table(summaries))
         for label, s in summaries.items():
             out_console.print(detail_table(s, title=f"Details: {label}"))
+
+
+def _protocol_sampling(ctx, protocol: str, temperature: float, top_p: float) -> tuple[float, float]:
+    """--temperature/--top-p as given, else the protocol's (simplerl: SimpleRL's README command's)."""
+    from click.core import ParameterSource
+
+    from dhpo_suite.eval.protocols import get_protocol
+
+    p = get_protocol(protocol)
+    given = lambda name: ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)  # noqa: E731
+    return (temperature if given("temperature") or p.temperature is None else p.temperature,
+            top_p if given("top_p") or p.top_p is None else p.top_p)
 
 
 def _sequential(targets, names, settings, options, resume, regrade, console) -> dict:

@@ -17,7 +17,7 @@ __all__ = ["IDENTITY", "BENCH_IDENTITY", "model_fingerprint", "check_same", "Ide
 
 IDENTITY = ("model", "model_fingerprint", "seed", "temperature", "top_p", "max_model_len", "dtype")
 """config.json fields every benchmark of the directory shares."""
-BENCH_IDENTITY = ("template", "max_new_tokens", "stop_token_ids", "grader")
+BENCH_IDENTITY = ("template", "max_new_tokens", "stop_token_ids", "stop", "grader")
 """config.json `benches.<name>` fields."""
 _HEAD = 1 << 20
 

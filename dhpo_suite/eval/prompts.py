@@ -10,10 +10,12 @@ template (a base model prompted with ChatML closes its own turn with the same `<
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TEMPLATES", "PromptTemplate", "load_template", "stop_token_ids"]
+__all__ = ["TEMPLATES", "PromptTemplate", "is_chat_model", "load_template", "stop_token_ids"]
 
 QWEN_BOXED = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{input}\n"
               "Please reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
@@ -66,6 +68,39 @@ def load_template(spec: str) -> PromptTemplate:
     if "{input}" not in text:
         raise ValueError(f"{path}: a template file must contain the placeholder {{input}}")
     return PromptTemplate(str(path), text)
+
+
+_CHAT_NAME = re.compile(r"instruct|chat|(?:^|[-_.])it(?:$|[-_.])", re.IGNORECASE)
+
+
+def _names(model_dir: Path) -> list[str]:
+    """What a model directory says it is: its name, config.json's `_name_or_path`, and for a training checkpoint
+    (`RUN/checkpoints/step-N`) the model the run started from (its manifest)."""
+    names = [model_dir.name]
+    try:
+        names.append(Path(str(json.loads((model_dir / "config.json").read_text()).get("_name_or_path", ""))).name)
+    except (OSError, ValueError, AttributeError):
+        pass
+    if model_dir.parent.name == "checkpoints":
+        from dhpo_suite.runs.format import RunFormatError
+        from dhpo_suite.runs.manifest import read_manifest
+
+        try:
+            names.append(Path(read_manifest(model_dir.parents[1]).model).name)
+        except RunFormatError:
+            pass
+    return names
+
+
+def is_chat_model(model_dir: Path | str, tokenizer) -> bool:
+    """A chat (instruct) model: its tokenizer has a chat template AND one of its names says instruct/chat/it.
+
+    A chat template alone is not enough: Qwen2.5-Math-7B, the paper's base model, ships one too, and SimpleRL
+    evaluates it with the raw `qwen-boxed` prompt. An instruct model under `qwen-boxed` gets a Qwen system
+    prompt it was not tuned on, so without --template it gets its own chat template (`chat`)."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        return False
+    return any(_CHAT_NAME.search(n) for n in _names(Path(model_dir)))
 
 
 def _ids(value) -> list[int]:

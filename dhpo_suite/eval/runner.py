@@ -19,7 +19,8 @@ from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, data_source
 from dhpo_suite.eval.engine import Engine, Request
 from dhpo_suite.eval.identity import BENCH_IDENTITY, IDENTITY, IdentityMismatch, check_same, model_fingerprint
 from dhpo_suite.eval.metrics import bench_metrics, paper_average
-from dhpo_suite.eval.prompts import load_template, stop_token_ids
+from dhpo_suite.eval.prompts import is_chat_model, load_template, stop_token_ids
+from dhpo_suite.eval.protocols import PROTOCOLS, get_protocol
 from dhpo_suite.eval.sink import GradingThread, Sink, skipped_records
 from dhpo_suite.eval.sources import clip
 from dhpo_suite.runs import eval_results as er
@@ -60,6 +61,8 @@ class EvalSettings:
     """Seconds per graded sample before its worker is killed (status "timeout")."""
     shard: tuple[int, int] = (0, 1)
     """(rank, world) of a data-parallel worker: it evaluates problems i with i % world == rank."""
+    protocol: str = "paper"
+    """paper (each benchmark's record) or simplerl (SimpleRL-Zoo's harness; see dhpo_suite.eval.protocols)."""
 
 
 Notify = Callable[[str], None]
@@ -133,17 +136,34 @@ def _prepare(engine: Engine, name: str, settings: EvalSettings, config: dict, pa
              ) -> tuple[list[Problem], dict[str, str], dict[str, list[int]], dict[str, Any]]:
     """(problems, prompts, token ids, bench config entry) of one benchmark; the entry checked against config."""
     bench = BENCHMARKS[name]
-    template = load_template(settings.template or bench.template)
+    protocol = PROTOCOLS["paper"] if bench.task else get_protocol(settings.protocol)  # a task keeps its own
+    template = load_template(settings.template or default_template(engine, name, settings.protocol))
     problems = load_problems(name, settings.data_dir, settings.limit, seed=engine.options.seed, notify=notify)
-    prompts = {p.id: "" if p.skip else template.render(p.problem, engine.tokenizer, bench.task) for p in problems}
+    prompts = {p.id: "" if p.skip else template.render(protocol.question(p.problem, p.gold[0]), engine.tokenizer,
+                                                       bench.task) for p in problems}
     ids = {pid: engine.encode(text, template.adds_special_tokens) for pid, text in prompts.items() if text}
-    entry = {"template": template.name, "max_new_tokens": settings.max_new_tokens or bench.max_new_tokens,
+    entry = {"template": template.name,
+             "max_new_tokens": settings.max_new_tokens or protocol.max_new_tokens or bench.max_new_tokens,
              "stop_token_ids": stop_token_ids(engine.tokenizer, engine.generation_config, template),
              "grader": bench.grader, "samples": settings.samples or bench.samples, "problems": len(problems),
              "data": data_source(name, settings.data_dir)}
+    if protocol.stop:  # only then: results stored before --protocol compare equal
+        entry["stop"] = list(protocol.stop)
     if name in config["benches"]:
         check_same(config["benches"][name], entry, BENCH_IDENTITY, str(path), prefix=f"benches.{name}.")
     return problems, prompts, ids, entry
+
+
+def default_template(engine: Engine, name: str, protocol: str = "paper") -> str:
+    """The template a benchmark gets without --template: a task's own; the protocol's; `chat` for a chat model
+    (an instruct model's tokenizer chat template, see prompts.is_chat_model); else the record's (qwen-boxed)."""
+    bench = BENCHMARKS[name]
+    if bench.task:
+        return bench.template
+    forced = get_protocol(protocol).template
+    if forced:
+        return forced
+    return "chat" if is_chat_model(engine.model, engine.tokenizer) else bench.template
 
 
 def _skips(problems: list[Problem], ids: dict[str, list[int]], max_model_len: int) -> dict[str, tuple[str, str]]:
@@ -191,7 +211,8 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
         if note:
             notify(note)
     params = SamplingParams(n=1, temperature=settings.temperature, top_p=settings.top_p,
-                            max_tokens=entry["max_new_tokens"], stop_token_ids=entry["stop_token_ids"])
+                            max_tokens=entry["max_new_tokens"], stop_token_ids=entry["stop_token_ids"],
+                            stop=entry.get("stop") or None)
     with er.SampleWriter(path) as writer:
         sink = Sink(grading, writer, advance, bench=name, grader=entry["grader"], batch_size=settings.batch_size)
         try:
@@ -229,6 +250,9 @@ def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = _open_config(out_dir, _config(engine, settings), resume)
+    if settings.template is None and any(default_template(engine, b, settings.protocol) == "chat" for b in benches):
+        notify(f"template: chat ({Path(engine.model).name} is a chat model; --template qwen-boxed for the base-model "
+               f"prompt)")
     per_bench = {}
     with GradingThread(settings.grader_workers, settings.grader_timeout) as grading:
         for name in benches:

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 from dhpo_suite.jsonl import parse_row
 
-__all__ = ["Problem", "DataError", "MAX_ROW_BYTES", "read_jsonl", "normalize_row", "repair_escapes",
+__all__ = ["Problem", "DataError", "MAX_ROW_BYTES", "read_jsonl", "utf8_text", "normalize_row", "repair_escapes",
            "derive_answer_alt", "clip", "ANSWER_TRANSFORMS", "hub_problems", "task_problems"]
 
 MAX_ROW_BYTES = 1 << 20
@@ -127,8 +127,19 @@ def _oversize(path: Path, lineno: int, head: bytes, max_bytes: int) -> Problem:
     return Problem(pid, "", (), skip=reason)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> str:
+    """`text` with each lone surrogate (a `"\\ud800"` escape in JSON, which json.loads keeps) replaced by U+FFFD,
+    as the reader already replaces bytes that are not UTF-8. A tokenizer cannot encode a lone surrogate: such a
+    row failed after the model loaded (`TextEncodeInput must be Union[...]`), leaving a results directory with
+    only config.json. `dhpo-suite grade` reads the same rows (its grader takes any str)."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def _check_row(row, where: str) -> Problem:
-    """Validate one row; errors read `file:line: field 'x': ...`."""
+    """Validate one row; errors read `file:line: field 'x': ...`. Text fields come back as UTF-8-encodable."""
     for key in ("id", "problem", "answer"):
         if key not in row:
             raise DataError(f"{where}: field {key!r}: missing (each row needs id, problem, answer)")
@@ -142,7 +153,8 @@ def _check_row(row, where: str) -> Problem:
     if not isinstance(alt, list) or not all(isinstance(a, str) for a in alt):
         raise DataError(f"{where}: field 'answer_alt': expected a string or a list of strings, got "
                         f"{clip(repr(alt), 60)}")
-    return Problem(row["id"], row["problem"], tuple(dict.fromkeys([row["answer"], *alt])))
+    gold = (utf8_text(a) for a in [row["answer"], *alt])
+    return Problem(utf8_text(row["id"]), utf8_text(row["problem"]), tuple(dict.fromkeys(gold)))
 
 
 def read_jsonl(path: Path | str, max_row_bytes: int = MAX_ROW_BYTES) -> list[Problem]:

@@ -185,3 +185,19 @@ def test_table_1_order_is_the_papers_after_a_resume(done):
     assert header.index("amc23") < header.index("math500") < header.index("arithmetic")
     rows = [line.split("│")[1].strip() for line in text.splitlines() if line.count("│") > 10]
     assert rows[-3:] == ["amc23", "math500", "arithmetic"]
+
+
+def test_a_lone_surrogate_in_the_data_is_generated_and_graded(engine, tmp_path):
+    """Issue 29: a row whose problem holds a lone surrogate (`"\\ud800"` in the JSON) failed after the model loaded
+    (TextEncodeInput must be Union[...]); `grade` handled the same text. It is read as U+FFFD (as bytes that are
+    not UTF-8 already were) and the row is generated and graded like the others, the gold too."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "amc23.jsonl").write_text('{"id": "1", "problem": "What is 1 + 1? \\ud800", "answer": "2"}\n'
+                                      '{"id": "2", "problem": "What is 2 + 2?", "answer": "4\\udcff"}\n')
+    summary = evaluate(engine, ["amc23"], tmp_path / "out", EvalSettings(samples=1, max_new_tokens=8,
+                                                                         data_dir=str(data)), notify=lambda m: None)
+    records = er.read_samples(er.samples_path(tmp_path / "out", "amc23")).records
+    assert sorted(r["problem_id"] for r in records) == ["1", "2"]
+    assert all(r["status"] not in ("error", "prompt_too_long") and r["finish_reason"] != "skipped" for r in records)
+    assert summary["benchmarks"]["amc23"]["complete"]
