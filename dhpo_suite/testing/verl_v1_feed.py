@@ -33,9 +33,23 @@ def start_tq(num_cpus: int = 4, object_store_mb: int = 100) -> None:
     from omegaconf import OmegaConf
 
     if not ray.is_initialized():
-        ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb << 20, include_dashboard=False,
-                 log_to_driver=False)
+        _ray_init(dict(num_cpus=num_cpus, object_store_memory=object_store_mb << 20, include_dashboard=False,
+                       log_to_driver=False))
     tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+
+
+def _ray_init(kwargs: dict) -> None:
+    """ray.init, retried once: Ray waits a fixed 30 s for its raylet to register (ray/_private/node.py), which a
+    busy machine can miss; the second start finds the disk cache warm."""
+    import ray
+
+    try:
+        ray.init(**kwargs)
+    except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for this timeout
+        if "timed out during startup" not in str(e):
+            raise
+        ray.shutdown()
+        ray.init(**kwargs)
 
 
 def stop_tq() -> None:
