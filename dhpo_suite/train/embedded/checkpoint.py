@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from dhpo_suite.train.embedded.state_check import check_against_model, check_state
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -74,6 +76,7 @@ def read_trainer_state(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{file}: cannot be read: {reason}") from None
     if not isinstance(state, dict) or any(k not in state for k in _STATE_KEYS):
         raise CheckpointError(f"{file}: not a trainer state (expected the keys {', '.join(_STATE_KEYS)})")
+    check_state(state, file)  # sizes, groups, finite values: a wrong state falls back like an unreadable one
     return state
 
 
@@ -103,7 +106,8 @@ class Restored:
 
 
 def restore_latest(run_dir: Path, load_model: ModelLoader, warn: Callable[[str], None]) -> Restored | None:
-    """The newest complete checkpoint whose trainer state and model both load; older ones on failure.
+    """The newest complete checkpoint whose trainer state and model both load and agree (state_check: shapes,
+    parameter groups, RNG sizes, finite values); older ones on failure.
 
     Each skipped checkpoint gets one warning line. None when the run has no complete checkpoint; CheckpointError
     when it has some and none loads (starting over would overwrite the recorded steps).
@@ -116,6 +120,7 @@ def restore_latest(run_dir: Path, load_model: ModelLoader, warn: Callable[[str],
             if int(state["step"]) != step:
                 raise CheckpointError(f"{path / TRAINER_STATE}: holds step {state['step']}, not {step}")
             model, tokenizer = load_model(path)
+            check_against_model(state, model, path / TRAINER_STATE)
         except (CheckpointError, ValueError, OSError) as e:
             reasons.append((step, " ".join(str(e).split())))
             continue
