@@ -13,7 +13,8 @@ from the response's **last sentence**, and only when
 * the sentence is outside code blocks and error messages (fenced blocks, tracebacks and `...Error:`
   lines are removed first);
 * the sentence states something: it has a connective ("is", "are", "equals", "=", "gives", "so",
-  "total", ...) or is a bare number or math segment; it is not a question, an instruction ("Find ...",
+  "total", "has", "costs", "left", "will", ...; the verbs of GSM8K answers) or is a bare number or math
+  segment; it is not a question, an instruction ("Find ...",
   "Let ...") or a sentence of the problem itself (when the problem text is known);
 
 and the candidate is then the sentence's last math segment, taken whole, or its last *standalone*
@@ -41,8 +42,9 @@ _CUT_WORDS = frozenset(
 )
 _BOUNDARY_RE = re.compile(r"[.!?;](?=\s)|\n")
 _CONNECTIVE_RE = re.compile(
-    r"\b(?:is|are|was|were|equals?|gives?|get|gets|got|obtain|obtains|yields?|makes?|totals?|answer|result"
-    r"|therefore|thus|hence|so|becomes?)\b|=|\\approx|\\le|\\ge|[<>\u2248\u2264\u2265]",
+    r"\b(?:is|are|was|were|equals?|gives?|get|gets|got|obtain|obtains|yields?|makes?|made|totals?|answer|result"
+    r"|therefore|thus|hence|so|becomes?|has|have|had|costs?|takes?|took|needs?|left|remains?|earns?|pays?|paid"
+    r"|spends?|spent|sells?|sold|buys?|bought|will|would|can)\b|=|\\approx|\\le|\\ge|[<>\u2248\u2264\u2265]",
     re.IGNORECASE,
 )
 _PROMPT_RE = re.compile(
