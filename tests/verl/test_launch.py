@@ -8,7 +8,8 @@ RolloutReplicaRegistry, which loads the actor's weights after every step.
 - dhpo-e runs `--steps 2` to the end: both steps' telemetry (per-branch clip fractions, entropy, w, reward),
   the final checkpoint exported into the run directory, manifest `completed`; the data holds 2 problems for
   2 prompts per step, so the run also needs the epoch fix (1 step per epoch, 2 steps).
-- grpo (a baseline) runs `--steps 3`; a second launch on the same `--out` is refused while it runs; it gets
+- grpo (a baseline) runs `--steps 3` with `trainer.critic_warmup=2` (its first actor update is verl's step 2,
+  and telemetry numbers it so); a second launch on the same `--out` is refused while it runs; it gets
   SIGTERM once step 2 is written: the manifest says `interrupted` and every process the launch started
   (verl's driver, Ray, its workers) is gone. Its steps carry `entropy/mean` (every objective logs entropy).
 """
@@ -142,8 +143,9 @@ def test_final_checkpoint_is_exported_and_loads(dhpo_e_run):
 def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_dir):
     run_dir = tmp_path / "grpo"
     log = open(tmp_path / "launch.log", "w")
-    proc = subprocess.Popen(_command("grpo", 3, run_dir, data_dir, tiny_model_dir), env=_env(), stdout=log,
-                            stderr=subprocess.STDOUT)
+    # critic_warmup=2: verl updates the actor from its global step 2 on, so the first update is step 2, not 1.
+    command = [*_command("grpo", 3, run_dir, data_dir, tiny_model_dir), "trainer.critic_warmup=2"]
+    proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
     launched: dict[int, psutil.Process] = {}
     deadline = time.monotonic() + TIMEOUT
     try:
@@ -172,8 +174,8 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
     m = read_manifest(run_dir)
     assert m.status == "interrupted" and "SIGTERM" in m.error
     reader = RunReader(run_dir)
-    assert reader.steps()[:2] == [1, 2]  # the baseline's two real steps, read back
-    row = reader.scalars().iloc[1]
+    assert reader.steps()[0] == 2  # telemetry's step is verl's global step (counting updates would say 1)
+    row = reader.scalars().iloc[0]
     assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
     assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
     assert reader.manifest.algorithm == "grpo"

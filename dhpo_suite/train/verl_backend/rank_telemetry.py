@@ -1,6 +1,7 @@
 """Per-rank telemetry of verl actor updates, merged exactly into one run directory.
 
-One call of verl's `TrainingWorker.train_mini_batch` is one training step (all mini-batches and PPO
+One call of verl's `TrainingWorker.train_mini_batch` is one training step, numbered by verl's own
+`global_steps` (which the trainer's batch carries, seam.global_step) (all mini-batches and PPO
 epochs of one rollout batch). On every data-parallel rank, `run_step` (wrapped around that call by the
 plugin, seam.py):
 
@@ -198,6 +199,7 @@ def run_step(worker: Any, data: Any, update: Callable[[], Any]) -> Any:
         return update()
     from dhpo_suite.train.telemetry import TelemetryAccumulator
 
+    verl_step = seam.global_step(data)  # read before verl's update consumes the batch
     group = seam.data_parallel_group(worker)
     ids, size, prompts = _response_ids(data, group, config)
     verl_batch.set_response_ids(data, ids)
@@ -209,7 +211,8 @@ def run_step(worker: Any, data: Any, update: Callable[[], Any]) -> Any:
     finally:
         STATE.step = None
     run_dir = str(config.policy_loss.run_dir)
-    step = STATE.steps_done.get(run_dir, STATE.resumed_at) + 1  # verl's global_steps starts at 1
+    # verl's global_steps (the trainer's, carried by the batch); without it, count updates (steps start at 1)
+    step = verl_step if verl_step is not None else STATE.steps_done.get(run_dir, STATE.resumed_at) + 1
     merged = _gather(acc, group)
     if merged is not None and seam.writes_outputs(worker):
         record = merged.to_record(step, grad_norm=_mean(seam.step_metric(output, "grad_norm")),

@@ -13,8 +13,8 @@ public entry points (`python -m verl.trainer.main_ppo`, the `verl.trainer.config
    `verl.workers.utils.losses.ppo_loss`, holds the engine's `model_output` (log-probs, entropies) and the
    micro-batch `data`. Its wrapper keeps both in `STATE.micro_batch` for the duration of the call.
 3. **One actor update = one telemetry step.** `TrainingWorker.train_mini_batch` (all mini-batches and PPO
-   epochs of one rollout batch) runs inside `wiring.run_step`; `save_checkpoint`/`load_checkpoint` report to
-   `wiring.checkpoint_saved`/`checkpoint_loaded`.
+   epochs of one rollout batch) runs inside `wiring.run_step`, its batch carrying the trainer's `global_steps`;
+   `save_checkpoint`/`load_checkpoint` report to `wiring.checkpoint_saved`/`checkpoint_loaded`.
 4. **Start-up.** verl's `validate_config` (which `main_ppo` calls before Ray starts) runs `wiring.check_startup`
    first, and `TrainingWorker.set_loss_fn` (in each worker's `init_model`, before the first rollout) runs
    `wiring.loss_fn_set`: a plain `python -m verl.trainer.main_ppo` launch gets every check our launcher gets.
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from dhpo_suite.train.verl_backend.names import GLOBAL_STEP_KEY
 from dhpo_suite.train.verl_backend.state import STATE
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ __all__ = [
     "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy", "actor_config",
     "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers", "step_metric", "hf_export",
     "global_step_of", "register_policy_losses", "is_registered", "policy_loss_config_base", "check_config",
-    "verl_actor_defaults", "in_verl_main", "command_line_keys",
+    "verl_actor_defaults", "command_line_keys", "global_step",
 ]
 
 _PATCHED = "__dhpo_suite_patched__"
@@ -122,37 +123,48 @@ def install(wiring: Wiring) -> None:
     after_import("verl.workers.engine_workers", functools.partial(_patch_training_worker, wiring=wiring))
     after_import("verl.utils.tracking", wiring.patch_tracking)
     after_import("verl.utils.config", functools.partial(_patch_validate_config, wiring=wiring))
+    after_import("verl.trainer.ppo.v1.trainer_base", _patch_update_actor)
+
+
+def _patch_update_actor(module: Any) -> None:
+    """The trainer's `global_steps` travels with the update's batch (verl hands `extra_info` to the workers as
+    non-tensor fields), so telemetry's step is verl's step even when critic_warmup skips actor updates."""
+
+    def update_actor(original: Callable) -> Callable:
+        def update(self: Any, batch: Any, metrics: dict) -> Any:
+            batch.extra_info[GLOBAL_STEP_KEY] = int(self.global_steps)
+            return original(self, batch, metrics)
+
+        return update
+
+    _wrap_method(module.PPOTrainer, "_update_actor", update_actor)
+
+
+def global_step(data: Any) -> int | None:
+    """verl's global step of an actor update's batch (None when the batch did not come through the patch)."""
+    from verl.utils import tensordict_utils as tu
+
+    value = tu.get_non_tensor_data(data, GLOBAL_STEP_KEY, None)
+    return None if value is None else int(value)
 
 
 def _patch_validate_config(module: Any, wiring: Wiring) -> None:
     """Our start-up check runs first inside verl's validate_config (main_ppo binds the name after the plugin
     loaded, so it gets this one); `__wrapped__` is verl's own, for callers that checked already."""
-    original = module.validate_config
-    if getattr(original, _PATCHED, False):
-        return
 
-    @functools.wraps(original)
-    def validate_config(config: Any, *args: Any, **kwargs: Any) -> Any:
-        wiring.check_startup(config)
-        return original(config, *args, **kwargs)
+    def validate(original: Callable) -> Callable:
+        return lambda config, *args, **kwargs: (wiring.check_startup(config), original(config, *args, **kwargs))[1]
 
-    setattr(validate_config, _PATCHED, True)
-    module.validate_config = validate_config
-
-
-def in_verl_main() -> bool:
-    """True inside verl's `@hydra.main` (a launch's driver), where the user's command-line overrides are known."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return HydraConfig.initialized()
+    _wrap_method(module, "validate_config", validate)
 
 
 def command_line_keys() -> frozenset[str] | None:
-    """The config keys the user's command line set (Hydra's task overrides), None outside verl's main."""
-    if not in_verl_main():
-        return None
+    """The config keys the user's command line set (Hydra's task overrides) inside verl's `@hydra.main` (a
+    launch's driver); None elsewhere."""
     from hydra.core.hydra_config import HydraConfig
 
+    if not HydraConfig.initialized():
+        return None
     return frozenset(o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task)
 
 
@@ -214,20 +226,15 @@ def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
 
     mb = current_micro_batch()
     if mb is None:
-        raise RuntimeError(
-            "dhpo_suite: no micro-batch in scope: the loss was not called through verl's ppo_loss, or the "
-            "dhpo_suite plugin was imported after verl.workers.utils.losses bound ppo_loss "
-            "(check VERL_USE_EXTERNAL_PLUGINS)"
-        )
+        raise RuntimeError("dhpo_suite: no micro-batch in scope: the loss was not called through verl's ppo_loss, "
+                           "or the plugin loaded after verl bound ppo_loss (check VERL_USE_EXTERNAL_PLUGINS)")
     entropy = mb.model_output.get("entropy", None)
     if entropy is None:
         return None
     stashed = no_padding_2_padding(mb.model_output["log_probs"], mb.data)
     if stashed.shape != log_prob.shape or not torch.equal(stashed, log_prob):
-        raise RuntimeError(
-            f"dhpo_suite: stashed micro-batch (log_prob {tuple(stashed.shape)}) does not match the loss "
-            f"input {tuple(log_prob.shape)}: refusing to use entropy from another micro-batch"
-        )
+        raise RuntimeError(f"dhpo_suite: stashed micro-batch (log_prob {tuple(stashed.shape)}) does not match the "
+                           f"loss input {tuple(log_prob.shape)}: refusing to use entropy from another micro-batch")
     return no_padding_2_padding(entropy, mb.data)
 
 
@@ -358,6 +365,10 @@ def is_registered(mode: str) -> bool:
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
 
     return mode in POLICY_LOSS_REGISTRY
+
+
+VERL_POLICY_LOSS_CONFIG = "verl.workers.config.PolicyLossConfig"
+"""The `_target_` verl's YAML gives `actor.policy_loss` (a plain launch's; startup.py swaps in ours)."""
 
 
 def policy_loss_config_base() -> type:

@@ -31,7 +31,6 @@ from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG, objective_of
 
 __all__ = ["StartupError", "check", "check_data_files", "check_model_path", "on_loss_fn_set", "on_validate"]
 
-VERL_POLICY_LOSS_CONFIG = "verl.workers.config.PolicyLossConfig"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _WEIGHTS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")
 _TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
@@ -78,7 +77,7 @@ def _set(cfg: Any, key: str, value: Any) -> None:
 
 def _write_back(cfg: Any, res: Resolution) -> None:
     """verl's fields and `policy_loss.hparams` hold every setting; our config class carries them to workers."""
-    if str(cfg.actor_rollout_ref.actor.policy_loss.get("_target_", "")) == VERL_POLICY_LOSS_CONFIG:
+    if str(cfg.actor_rollout_ref.actor.policy_loss.get("_target_", "")) == seam.VERL_POLICY_LOSS_CONFIG:
         _set(cfg, f"{ACTOR}.policy_loss._target_", POLICY_LOSS_CONFIG)
     for field, value in res.verl_writes.items():
         _set(cfg, f"{ACTOR}.{field}", value)
@@ -159,11 +158,12 @@ def check_data_files(cfg: Any) -> None:
 
 def on_validate(cfg: Any) -> None:
     """seam's hook in verl's validate_config: in verl's own main, print the resolved table or exit 2."""
-    if not seam.in_verl_main():
+    keys = seam.command_line_keys()
+    if keys is None:  # not verl's main: a program of its own validating a config; errors are its to report
         check(cfg, None)
         return
     try:
-        res = check(cfg, seam.command_line_keys())
+        res = check(cfg, keys)
     except (StartupError, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
