@@ -170,16 +170,16 @@ def _pick(runs: list[str]) -> None:
 def _filters(table: pd.DataFrame) -> None:
     """Filter by setting (W&B's run filters): a value list per setting that differs between runs, and a
     button that picks the runs matching every filter."""
-    columns = [c for c in FILTERS if c in table and table[c].astype(str).nunique() > 1]
+    text = {c: table[c].map(lambda v: "—" if v is None or v != v else str(v)) for c in FILTERS if c in table}
+    columns = [c for c, values in text.items() if values.nunique() > 1]
     if not columns:
         return
     with st.sidebar.expander("Filter runs by setting"):
         match = pd.Series(True, index=table.index)
         for c in columns:
-            values = sorted(table[c].astype(str).unique())
-            chosen = st.multiselect(c, values, key=f"filter_{c}", placeholder="any")
+            chosen = st.multiselect(c, sorted(text[c].unique()), key=f"filter_{c}", placeholder="any")
             if chosen:
-                match &= table[c].astype(str).isin(chosen)
+                match &= text[c].isin(chosen)
         runs = list(table.index[match])
         st.button(f"Pick the {len(runs)} matching runs", key="filter_pick", on_click=_pick, args=(runs,),
                   disabled=not runs)
