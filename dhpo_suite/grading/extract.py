@@ -33,7 +33,7 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _NEXT_PROBLEM_RE = re.compile(  # `Problem:`, `**Problem 2:**`, `Subproblem 1:`, `## Question 3:`, `Exercise:`
-    r"\n\s*(?:#+\s*|\*\*)?(?:Sub-?problem|Problem|Question|Exercise)(?:\s*\d+)?\s*\**\s*[:.]", re.IGNORECASE)
+    r"\n\s*(?:#+\s*|\*\*)?(?:Sub-?problem|Problem|Question|Exercise|Q)(?:\s*\d+)?\s*\**\s*[:.]", re.IGNORECASE)
 _CHAT_TURN_RE = re.compile(r"\n\s*(?:User|Human|Assistant|USER|HUMAN|ASSISTANT)\s*:")
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
 _OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*(?:\\\$)?\d")
@@ -168,6 +168,9 @@ def _before_next_problem(text: str) -> str:
         text = text[: turn.start()]  # an invented chat turn: nothing after it answers this problem
     if not _NEXT_PROBLEM_RE.search(text):
         return text
+    first = _NEXT_PROBLEM_RE.search(text)
+    if first and text[: first.start()].strip() and committed_sentence(text[: first.start()]):
+        return text[: first.start()]  # "She has 5 apples left.\n\nQuestion: ... Answer: 7": 5 was stated
     marks = [m.start() for m in (_BOX_RE.search(text), _PHRASE_RE.search(text)) if m]
     if not marks:
         return text

@@ -78,6 +78,14 @@ EXTRACTION = [  # empty boxes, `$$` pairing, invented problems, answer lines in 
      True, ISSUE_27 + ": 'X is N unit' answer line states N"),
     ("1000", r"Final answer: The steady-state angular velocity \(\omega_{\text{ss}}\) is 100 radians per second.",
      False, ISSUE_27 + ", other value"),
+    ("5", "She has 5 apples left.\n\nQuestion: Tom has 3 apples and buys 4 more. How many does he have?\n"
+     "Answer: 7", True, ISSUE_27 + ": a base model answers in prose, then invents a Question: with its Answer:"),
+    ("7", "She has 5 apples left.\n\nQuestion: Tom has 3 apples and buys 4 more. How many does he have?\n"
+     "Answer: 7", False, ISSUE_27 + ": the invented question's answer is no answer"),
+    ("7", "Natalia sold 48+24 = 72 clips altogether in April and May.\n#### 72\n\nQ: Tom has 3 apples and buys "
+     "4 more.\nA: 3 + 4 = 7\n#### 7", False, "GSM8K few-shot Q:/A: continuation (why GSM8K evaluators stop at 'Q:')"),
+    ("72", "Natalia sold 48+24 = 72 clips altogether in April and May.\n#### 72\n\nQ: Tom has 3 apples and buys "
+     "4 more.\nA: 3 + 4 = 7\n#### 7", True, "GSM8K few-shot Q:/A: continuation, the real answer"),
     ("5", "We compute $$x = 2 + 3$$ and the value is $5$.", True, ISSUE_27 + ": a $$ block before inline math"),
     ("2", "We compute $$x = 2 + 3$$ and the value is $5$.", False, ISSUE_27 + ": no fragment of the block"),
 ]
