@@ -33,7 +33,8 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _NEXT_PROBLEM_RE = re.compile(  # `Problem:`, `**Problem 2:**`, `Subproblem 1:`, `## Question 3:`, `Exercise:`
-    r"\n\s*(?:#+\s*|\*\*)?(?:Sub-?problem|Problem|Question|Exercise|Q)(?:\s*\d+)?\s*\**\s*[:.]", re.IGNORECASE)
+    r"\n\s*(?:#+\s*|\*\*)?(?:(?:Sub-?problem|Problem|Question|Exercise)(?:\s*\d+)?\s*\**\s*[:.]|Q\s*\d*\s*:)",
+    re.IGNORECASE)
 _CHAT_TURN_RE = re.compile(r"\n\s*(?:User|Human|Assistant|USER|HUMAN|ASSISTANT)\s*:")
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
 _OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*(?:\\\$)?\d")

@@ -74,7 +74,8 @@ def escape_currency(text: str) -> str:
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
         close = text.find("$", m.end(), line_end)
-        money = close < 0 or text[close + 1:close + 2].isdigit() or _PROSE_RE.search(text, m.end(), close)
+        money = close < 0 or text[close + 1:close + 2].isdigit() or _PROSE_RE.search(
+            re.sub(r"\\[A-Za-z]+\s*\{[^{}]*\}", " ", text[m.end():close]))  # `$5 \\text{ apples}$` is math
         if money:
             out.append(text[pos:m.start()] + "\\$")
             pos = m.end()
