@@ -29,8 +29,8 @@ class Analysis:
 
 def analyse(source: Path, late_frac: float = 0.25, completed_only: bool = False) -> Analysis:
     """Everything compare prints about `source` (a sweep directory or a kept-data folder). PreregError when its
-    prereg.json does not match the digest registered in sweep.json. `completed_only`: leave out runs that did
-    not finish (a final value needs the last step)."""
+    prereg.json does not match the digest registered in sweep.json. The checks and contrasts read completed runs
+    only; `completed_only`: the per-label tables too (a final value needs the last step)."""
     if kept.is_kept(source):
         metrics, scalars, problems = kept.load(source, late_frac)
     else:
@@ -41,6 +41,7 @@ def analyse(source: Path, late_frac: float = 0.25, completed_only: bool = False)
     registered = prereg.load(source, tuple(cmp.METRIC_DOCS))
     if registered is None:
         return Analysis(source, metrics, scalars, problems, None, None, None)
-    checks = chk.manipulation_checks(registered, scalars, source)
-    table = contrasts.evaluate(registered, metrics, checks.unresolvable)
+    done = metrics[metrics["status"] == "completed"]  # a verdict reads finished runs only
+    checks = chk.manipulation_checks(registered, scalars[scalars["run"].isin(set(done["run"]))], source)
+    table = contrasts.evaluate(registered, done, checks.unresolvable)
     return Analysis(source, metrics, scalars, problems, registered, checks, table)

@@ -88,6 +88,8 @@ def register(app: typer.Typer) -> None:
             _fail(f"{root}: not a directory")
         if not 0 < late_frac <= 1:
             _fail(f"--late-frac: must lie in (0, 1], got {late_frac}")
+        if export is not None and kept.is_kept(root):
+            _fail(f"--export: {root} is already a kept-data folder (export from the sweep directory)")
         try:
             a = analyse(root, late_frac)
         except PreregError as e:
@@ -134,7 +136,9 @@ def _registered(console, a) -> None:
     console.print(f"pre-registration: {a.source / 'prereg.json'} (sha256 {a.prereg.sha256[:12]}…, registered in "
                   f"sweep.json before the runs); primary metric {a.prereg.primary_metric}; family of "
                   f"{len(a.prereg.family)}, Holm at α {a.prereg.alpha:g}", highlight=False)
-    console.print("[bold]Manipulation checks[/] (before any verdict)")
+    done = int((a.metrics["status"] == "completed").sum())
+    console.print(f"[bold]Manipulation checks[/] (before any verdict; checks and contrasts read the {done} completed "
+                  "runs only)")
     for line in a.checks.lines:
         console.print(f"- {line}", highlight=False)
     table = Table(title="Pre-registered contrasts: paired over shared seeds", caption_justify="left",

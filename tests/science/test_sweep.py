@@ -7,6 +7,7 @@ Kept cheap: a random-init "warm start" (--sft-target 0), 2 prompts x G 2, 8 new 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -24,9 +25,15 @@ TRAIN = ["--steps", str(STEPS), "--prompts-per-step", "2", "-G", "2", "--eval-pr
          "--checkpoint-every", "2", "--eval-every", "3", "--sft-target", "0", "--hp", "eps_high=0.3"]
 
 
+PREREG = {"version": 1, "primary_metric": "final_reward", "contrasts": [
+    {"name": "accuracy", "arm": "dhpo-e-branch", "baseline": "grpo", "direction": "greater"}]}
+
+
 def sweep_cmd(out: Path) -> list[str]:
+    prereg = out.parent / "prereg-in.json"
+    prereg.write_text(json.dumps(PREREG))
     return [sys.executable, "-m", "dhpo_suite.cli", "sweep", str(out), "--algos", "grpo,dhpo-e", "--seeds", "2",
-            "--workers", "2", "--no-progress", *TRAIN]
+            "--workers", "2", "--no-progress", *TRAIN, "--prereg", str(prereg)]
 
 
 def processes_writing(out: Path) -> list[int]:
@@ -75,6 +82,9 @@ def test_sweep_kill_resume_and_paired_first_rollout(tmp_path, monkeypatch):
     assert second.returncode == 0, second.stdout + second.stderr
     grid = json.loads((out / "sweep.json").read_text())
     assert grid["algos"] == ["grpo", "dhpo-e"] and grid["seeds"] == [0, 1] and grid["steps"] == STEPS
+    # The pre-registration was copied before the runs, and its digest recorded beside the grid.
+    assert json.loads((out / "prereg.json").read_text()) == PREREG
+    assert grid["prereg_sha256"] == hashlib.sha256((out / "prereg.json").read_bytes()).hexdigest()
     names = {"grpo-s0", "grpo-s1", "dhpo-e-s0", "dhpo-e-s1"}
     assert {p.name for p in out.iterdir() if p.is_dir() and p.name != "logs"} == names
     for name in names:
@@ -113,13 +123,22 @@ def test_sweep_kill_resume_and_paired_first_rollout(tmp_path, monkeypatch):
                               text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert compared.returncode == 0, compared.stderr
     assert "4 runs, 2 labels" in compared.stdout and "dhpo-e-branch" in compared.stdout
+    # Checks before verdicts, on what the real trainer logged: 6 steps of 2 prompts bind no clip, so the
+    # pre-registered contrast gets no verdict, and the check says why with its number.
+    text = compared.stdout
+    assert text.index("Manipulation checks") < text.index("Verdicts")
+    assert "binding: grpo's clip removed the gradient of" in text and "(`clip/token/binding`" in text
+    assert "- accuracy: this setting cannot resolve the claim: grpo's clip binds on 0.00% of tokens" in text
 
     # The dashboard's Sweep page opens the grid the real sweep wrote: both labels over both seeds, all completed.
     from tests.dashboard.dash_helpers import no_errors, open_page, texts
 
     at = open_page(monkeypatch, out, "sweep.py")
+    if any(b.key == "sweep_all" for b in at.button):  # the page compares the runs picked in the sidebar: all four
+        at.button(key="sweep_all").click().run()
     no_errors(at)
-    summary, diffs = at.dataframe[0].value, at.dataframe[1].value
+    summary, diffs = at.table[0].value, at.table[1].value
+    # The runs of one objective differ only in their seed (and the seed's warm-started model): one group each.
     assert list(summary.index) == ["dhpo-e-branch", "grpo"] and list(summary["n"]) == [2, 2]
     assert list(diffs.index) == ["dhpo-e-branch"] and diffs.loc["dhpo-e-branch", "seeds"] == "0,1"
     assert "not completed" not in texts(at)
