@@ -243,6 +243,20 @@ CASES = [
         t / "run", recorded=4, stored_steps=8, checkpoints={4: lambda d: crafted_pickle(
             d / "trainer_state.pt", t / "PWNED", 4)}))], 2,
          "holds objects other than tensors and plain data (refused: loading it could run code)"),
+    # a trainer state that unpickles but cannot continue the run (issue 29): refused by name before the model
+    # loads; with an older good checkpoint resume falls back to it (tests/train/test_resume_state.py)
+    *[Case(f"resume-state-{name}", (lambda damage: lambda t, f: ["train", "--resume", "--out", str(train_run(
+        t / "run", recorded=4, stored_steps=8, checkpoints={4: lambda d: _state(d, 4, damage)}))])(damage), 2,
+        "step-000004/trainer_state.pt: " + field) for name, damage, field in [
+        ("nan-lr", lambda s: s["optimizer"]["param_groups"][0].update(lr=float("nan")),
+         "optimizer.param_groups[0].lr: must be a finite number, got nan"),
+        ("rng-size", lambda s: s.update(torch_rng=s["torch_rng"][:64]),
+         "torch_rng: not a CPU RNG state (expected torch.uint8 [5056], got torch.uint8 [64])"),
+        ("two-groups", lambda s: s["optimizer"]["param_groups"].append(dict(s["optimizer"]["param_groups"][0])),
+         "optimizer.param_groups: 2 groups; the trainer's AdamW has 1"),
+        ("python-rng", lambda s: s.update(python_rng=(3, (1, 2), None)),
+         "python_rng: not a Python random state"),
+    ]],
     Case("resume-not-an-embedded-run", lambda t, f: ["train", "--resume", "--out", str(_synthetic_run(t))], 2,
          "was written by the 'synthetic' backend, not the embedded trainer"),
     Case("resume-second-writer", lambda t, f: ["train", "--resume", "--out", str(
@@ -319,6 +333,16 @@ CASES = [
          "--port: must be an integer from 1 to 65535, got 70000"),
     Case("dashboard-address-999", lambda t, f: ["dashboard", str(t), "--address", "999.1.1.1"], 2,
          "--address: '999.1.1.1' is not an IP address"),
+    # -- train --backend verl: the launcher's checks before composition, Ray or any model (issue 25)
+    Case("verl-model-path-missing", lambda t, f: ["train", "--backend", "verl", "--out", str(t / "run"),
+                                                  "actor_rollout_ref.model.path=/no/such/model"], 2,
+         "actor_rollout_ref.model.path=/no/such/model: no such model directory"),
+    Case("verl-model-path-not-a-model", lambda t, f: ["train", "--backend", "verl", "--out", str(t / "run"),
+                                                      f"actor_rollout_ref.model.path={_file(t).parent}"], 2,
+         "not a model directory: no config.json"),
+    Case("verl-data-missing", lambda t, f: ["train", "--backend", "verl", "--out", str(t / "run"),
+                                            f"data.train_files={t / 'none.parquet'}"], 2,
+         "data.train_files: "),
     Case("dashboard-port-in-use", lambda t, f: ["dashboard", str(t), "--address", "127.0.0.1", "--port",
                                                 str(f["port"])], 2, "is already in use"),
 ]
@@ -413,17 +437,21 @@ def test_resume_with_the_stored_values_given_explicitly_is_accepted(tmp_path, mo
     assert "already finished at step 6 of 6" in res.stderr
 
 
-def _state(directory: Path, step: int) -> None:
-    """A trainer state with plain data only (what save_checkpoint writes, for a one-parameter model)."""
+def _state(directory: Path, step: int, damage: Callable[[dict], None] | None = None) -> None:
+    """A trainer state with plain data only (what save_checkpoint writes, for a one-parameter model), changed
+    by `damage` if given."""
     import random
 
     import torch
 
     optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))])
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
-    torch.save({"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "generator": torch.Generator().get_state(), "torch_rng": torch.get_rng_state(),
-                "python_rng": random.getstate()}, directory / "trainer_state.pt")
+    state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+             "generator": torch.Generator().get_state(), "torch_rng": torch.get_rng_state(),
+             "python_rng": random.getstate()}
+    if damage is not None:
+        damage(state)
+    torch.save(state, directory / "trainer_state.pt")
 
 
 def test_unexpected_errors_are_one_line_unless_debug(monkeypatch):
