@@ -78,6 +78,9 @@ class LocalCase:
     ppo_mini_batch: int | None = None
     """Prompts per PPO mini-batch (None: prompts // mini_batches). With "v1", a value that does not divide
     the batch makes verl append padding rows, as its trainer does."""
+    entropy: bool | None = None
+    """actor.calculate_entropy (None: as launched — on for our objectives, verl's default for verl's own loss);
+    False only to measure what the entropy costs (benchmarks/verl_entropy.py)."""
     save_checkpoint: int | None = None
     """After the last step, save a verl checkpoint with hf_model as global step N (`global_step_N/actor`,
     exported into the run directory), load it back as a resumed run does, and run one more step, whose
@@ -96,6 +99,8 @@ def worker_overrides(case: LocalCase, objective: str) -> list[str]:
         out = [f"{ACTOR}.policy_loss.loss_mode={objective[5:]}", f"{ACTOR}.use_kl_loss=false"]
     else:
         out = algorithm_overrides(algorithm_settings(objective), run_dir, telemetry)
+    if case.entropy is not None:
+        out.append(f"{ACTOR}.calculate_entropy={str(case.entropy).lower()}")
     mini = case.ppo_mini_batch or case.prompts // case.mini_batches
     out += [
         f"{MODEL}.path={case.model_dir}",

@@ -63,12 +63,16 @@ def test_dry_run_through_the_cli_prints_the_command_and_config(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     command, *config = out.stdout.splitlines()
+    assert out.stdout.count("dhpo_suite.gspo: the loss's settings") == 1  # the table the launch prints
     assert command.split()[1:3] == ["-m", "verl.trainer.main_ppo"]
     assert "actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.gspo" in command
     assert "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean" in command
-    # the user's overrides come last, then what follows from them unless set (steps -> epochs, budget), then
-    # Hydra's job directory inside the run directory
-    assert command.split()[-4:] == ["trainer.total_training_steps=5",
+    # the user's overrides come last, then what follows from them unless set (lengths -> vLLM's context and the
+    # token budgets, steps -> epochs, truncation budget), then Hydra's job directory inside the run directory
+    assert command.split()[-7:] == ["trainer.total_training_steps=5",
+                                    "++actor_rollout_ref.rollout.max_model_len=5120",
+                                    "++actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768",
+                                    "++actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=65536",
                                     "++actor_rollout_ref.actor.policy_loss.telemetry.max_response_length=4096",
                                     "++trainer.total_epochs=5", f"hydra.run.dir={tmp_path / 'run' / 'verl' / 'hydra'}"]
     text = "\n".join(config)
@@ -91,6 +95,28 @@ def test_missing_training_data_is_one_error_line(capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "data.train_files" in err[0] and "dhpo-suite data prepare" in err[0]
     assert not (tmp_path / "run").exists()
+
+
+def test_bad_model_path_is_one_line_before_composition(tmp_path):
+    """No run directory, no Ray, no verl composition: the path is checked from the overrides (issue 25)."""
+    import time
+
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["train", "--backend", "verl", "--out", str(tmp_path / "run"),
+                                      "actor_rollout_ref.model.path=/no/such/model"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: actor_rollout_ref.model.path=/no/such/model: no such model directory "
+                                     "(nor a hub id such as Qwen/Qwen3-1.7B-Base)")
+    assert not (tmp_path / "run").exists()
+    assert time.monotonic() - start < 10  # composition alone takes ~17 s here
+
+
+def test_dry_run_prints_the_losss_settings_once(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--backend", "verl", "--algo", "gspo", "--dry-run",
+                                      "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("dhpo_suite.gspo: the loss's settings") == 1
+    assert "eps_low        0.0003" in result.stdout  # GSPO's paper region, not verl's 0.2
 
 
 def test_data_file_without_answers_is_one_error_line(tmp_path):
