@@ -18,6 +18,8 @@ Per-run metrics (METRIC_DOCS holds the one-line definitions):
                    (least squares in the step; k − 3 degrees of freedom for k points): the wobble that is not
                    learning. It replaces the sd of step-to-step changes, which at 128 held-out problems was the
                    evaluation noise alone (issue #26)
+    mean_kl        mean over steps of `kl/k3` (how far each update moved the policy from its rollout)
+    grad_norm_sd   sd over steps of `grad_norm` (ddof 1): the update-variance measure beside the KL
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ METRIC_DOCS = {
     "late_length": "mean response length (tokens) over the last quarter of the steps",
     "collapse_step": "entropy+length collapse step (dashboard detector; no collapse = last step)",
     "residual_sd": "sd of the held-out reward around the run's quadratic trend",
+    "mean_kl": "mean over steps of the k3 KL estimate between the rollout and the updated policy",
+    "grad_norm_sd": "sd over steps of the gradient norm before clipping (update variance)",
 }
 HELDOUT, HELDOUT_INITIAL = "eval/heldout_reward", "eval/heldout_reward_initial"
-_COLUMNS = [HELDOUT, HELDOUT_INITIAL, "entropy/mean", "length/mean", "reward/mean"]
+_COLUMNS = [HELDOUT, HELDOUT_INITIAL, "entropy/mean", "length/mean", "reward/mean", "kl/k3", "grad_norm"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ def run_metrics(frame: pd.DataFrame, late_frac: float = 0.25) -> dict[str, float
         "collapse_step": float(collapse if collapse is not None else (steps.max() if len(steps) else np.nan)),
         "collapsed": float(collapse is not None),
         "residual_sd": residual_sd(curve),
+        "mean_kl": float(frame["kl/k3"].mean()) if "kl/k3" in frame else float("nan"),
+        "grad_norm_sd": float(frame["grad_norm"].std(ddof=1)) if "grad_norm" in frame else float("nan"),
     }
 
 

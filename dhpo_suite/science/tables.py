@@ -11,9 +11,10 @@ from dhpo_suite.science.compare import METRIC_DOCS, Interval
 __all__ = ["CONTRAST_HEADER", "contrast_rows", "fmt_interval", "interval_table", "markdown_table", "runs_note"]
 
 _DIGITS = {"final_reward": 3, "reward_auc": 3, "late_entropy": 3, "late_length": 1, "collapse_step": 1,
-           "residual_sd": 3}
+           "residual_sd": 3, "mean_kl": 4, "grad_norm_sd": 3}
 _HEADERS = {"final_reward": "final reward", "reward_auc": "reward AUC", "late_entropy": "late entropy",
-            "late_length": "late length", "collapse_step": "collapse step", "residual_sd": "residual sd"}
+            "late_length": "late length", "collapse_step": "collapse step", "residual_sd": "residual sd",
+            "mean_kl": "mean KL", "grad_norm_sd": "grad-norm sd"}
 CONTRAST_HEADER = ["contrast", "arm − baseline", "metric", "claim", "seeds", "mean [95 % t-CI]", "t p", "Holm p",
                    "sign-flip p", "TOST p", "P(impr.)", "verdict"]
 

@@ -51,8 +51,11 @@ def test_run_metrics_match_hand_computation(tmp_path):
     # Entropy 1.0 up to step 10, then 0.2; length 20 then 10: with a 4-point plateau (10 % of 40), the
     # 5-point centred median first falls to 0.2 (<= 0.5 * 1.0) at step 11 and to 10 (<= 0.7 * 20) at step 11.
     # Late quarter = steps 31..40: entropy 0.2, length 10.
+    # KL 0.001 * step: mean over steps 1..40 = 0.0205. Grad norm 1 on odd steps, 3 on even: sd (ddof 1) of 20
+    # ones and 20 threes = sqrt(40 / 39).
     write_run(tmp_path / "r", "grpo", 0, {0: 0.0, 20: 0.5, 30: 0.3, 40: 0.6},
-              lambda s: 1.0 if s <= 10 else 0.2, lambda s: 20.0 if s <= 10 else 10.0)
+              lambda s: 1.0 if s <= 10 else 0.2, lambda s: 20.0 if s <= 10 else 10.0,
+              extra=lambda s: {"kl/k3": 0.001 * s, "grad_norm": 1.0 if s % 2 else 3.0})
     metrics, scalars, problems = cmp.load_sweep(tmp_path)
     assert problems == []
     row = metrics.iloc[0]
@@ -60,6 +63,7 @@ def test_run_metrics_match_hand_computation(tmp_path):
     assert row["final_reward"] == pytest.approx(0.6)
     assert row["reward_auc"] == pytest.approx(0.3375)
     assert row["residual_sd"] == pytest.approx(0.0523636 ** 0.5, rel=1e-5)
+    assert row["mean_kl"] == pytest.approx(0.0205) and row["grad_norm_sd"] == pytest.approx((40 / 39) ** 0.5)
     assert row["late_entropy"] == pytest.approx(0.2)
     assert row["late_length"] == pytest.approx(10.0)
     assert row["collapse_step"] == 11 and row["collapsed"] == 1
