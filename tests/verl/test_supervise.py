@@ -27,15 +27,20 @@ time.sleep(600)
 
 LAUNCHER = r"""
 import sys
-from dhpo_suite.train.verl_backend.launch import supervise
+from dhpo_suite.runs import Manifest, RunWriter
+from dhpo_suite.train.verl_backend.launch import finish, supervise
+writer = RunWriter(sys.argv[2], Manifest(algorithm="grpo", backend="verl")) if len(sys.argv) > 2 else None
 code, stopped = supervise([sys.executable, "-c", sys.argv[1]], grace=2.0)
 print("RESULT", code, stopped, flush=True)
+if writer is not None:
+    sys.exit(finish(writer, code, stopped))
 """
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: the user's terminal closed
-def test_a_stop_signal_ends_the_driver_and_every_marked_process(sig):
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, DRIVER], stdout=subprocess.PIPE, text=True)
+def test_a_stop_signal_ends_the_driver_and_every_marked_process(sig, tmp_path):
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, DRIVER, str(tmp_path / "run")],
+                                stdout=subprocess.PIPE, text=True)
     try:
         pids = json.loads(launcher.stdout.readline())
         procs = [psutil.Process(p) for p in pids.values()]
@@ -49,6 +54,9 @@ def test_a_stop_signal_ends_the_driver_and_every_marked_process(sig):
         if launcher.poll() is None:
             launcher.kill()
     assert out.split() == ["RESULT", str(-signal.SIGKILL), str(int(sig))]  # killed after the grace
+    assert launcher.returncode == 128 + sig  # as a shell reports a process ended by the signal
+    m = read_manifest(tmp_path / "run")
+    assert m.status == "interrupted" and signal.Signals(sig).name in m.error
     time.sleep(0.5)
     assert not [p.pid for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
