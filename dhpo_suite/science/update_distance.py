@@ -124,7 +124,9 @@ def _one_update(st: _State, cfg: Any, arm: Arm, batch: Any, heldout: Any, before
 
 
 class _Kept:
-    """Per-update clip facts of an arm (off-policy epochs included): token-branch binding share, mean κ."""
+    """An arm's clip facts over its update's passes (the first mini-batch is on-policy, the rest off-policy):
+    `binding`, the share of token-passes where any branch's clip binds (GRPO: the token clip; DHPO: the mix's),
+    `kept_share`, the mean κ (telemetry/kept.py: what share of the gradient the clip kept)."""
 
     def __init__(self) -> None:
         self.tokens, self.binding, self.kept = 0, 0, 0.0
@@ -134,14 +136,17 @@ class _Kept:
         from dhpo_suite.train.telemetry.kept import kept_share
 
         mask = output.response_mask.bool()
-        fl = clip_flags(output.branches["token"], mask)
+        acted = torch.zeros_like(mask)
+        for br in output.branches.values():
+            fl = clip_flags(br, mask)
+            acted |= fl.binding_low | fl.binding_high
         self.tokens += int(mask.sum())
-        self.binding += int((fl.binding_low | fl.binding_high).sum())
+        self.binding += int(acted.sum())
         self.kept += float(kept_share(output)[mask].sum())
 
     def summary(self) -> dict[str, float]:
         n = max(self.tokens, 1)
-        return {"token_binding": self.binding / n, "kept_share": self.kept / n}
+        return {"binding": self.binding / n, "kept_share": self.kept / n}
 
 
 def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, heldout: int = 64,
@@ -180,8 +185,8 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
            "arms": {a.name: {"update": _rms(deltas[a.name]), **facts[a.name]} for a in arms}}
     for a in arms:
         ratio = distance.get(a.name, 0.0) / yard if yard else math.nan
-        log(f"  step {step} {a.name:>18}: distance/yardstick {ratio:.3f}  token binding "
-            f"{facts[a.name]['token_binding']:.2%}  kept {facts[a.name]['kept_share']:.3f}")
+        log(f"  step {step} {a.name:>18}: distance/yardstick {ratio:.3f}  binding {facts[a.name]['binding']:.2%}  "
+            f"kept {facts[a.name]['kept_share']:.3f}")
     log(f"  step {step}: yardstick {yard:.4g}, GRPO's update {_rms(base):.4g} (rms nats/token)")
     return out
 
