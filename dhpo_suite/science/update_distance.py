@@ -9,6 +9,7 @@ and we measure how far each arm's update lands from the reference arm's (GRPO 0.
     yard = rms(Δ'_ref − Δ_ref)                   the yardstick: GRPO's update on a SECOND rollout of the same
                                                  prompts (what sampling noise alone moves an update by)
     ratio_a = d_a / yard
+    (and, beside them, each update's own size rms(Δ_a) and its cosine with Δ_ref: a distance can be step size alone)
 
 A ratio of a few % says the arms make near-identical updates: outcome differences between them can only be
 noise or step size, and the setting cannot resolve a claim about their mechanism. Writes
@@ -66,6 +67,12 @@ class _State:
 
 def _rms(x: torch.Tensor) -> float:
     return float(x.double().pow(2).mean().sqrt()) if x.numel() else float("nan")
+
+
+def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Direction alone: a distance can come from a longer step along the same direction (effective step size)."""
+    na, nb = float(a.double().norm()), float(b.double().norm())
+    return float((a.double() * b.double()).sum()) / (na * nb) if na and nb else float("nan")
 
 
 def _load(path: Path) -> _State:
@@ -180,9 +187,10 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
     out: dict[str, Any] = {"run": Path(run_dir).name, "step": step, "yardstick": yard,
            "distance": distance,
            "pairs": {f"{a}|{b}": _rms(deltas[a] - deltas[b]) for i, a in enumerate(others) for b in others[i + 1:]},
-           "reference_update": _rms(base), "heldout_tokens": int(before.numel()),
-           "informative_share": _informative(rollouts["same"]),
-           "arms": {a.name: {"update": _rms(deltas[a.name]), **facts[a.name]} for a in arms}}
+           "reference_update": _rms(base), "yardstick_cosine": _cosine(second, base),
+           "heldout_tokens": int(before.numel()), "informative_share": _informative(rollouts["same"]),
+           "arms": {a.name: {"update": _rms(deltas[a.name]), "cosine": _cosine(deltas[a.name], base),
+                             **facts[a.name]} for a in arms}}
     for a in arms:
         ratio = distance.get(a.name, 0.0) / yard if yard else math.nan
         log(f"  step {step} {a.name:>18}: distance/yardstick {ratio:.3f}  binding {facts[a.name]['binding']:.2%}  "

@@ -54,6 +54,7 @@ def test_on_policy_all_arms_make_grpos_update(on_policy_run):
     for name, d in entry["distance"].items():
         assert d / entry["yardstick"] < 1e-3, name  # eq. 17: m = 1 on-policy
         assert entry["arms"][name]["binding"] == 0.0  # r = 1: nothing to clip
+        assert entry["arms"][name]["cosine"] > 0.999
 
 
 def test_off_policy_arms_part_and_compare_reads_the_file(warm_tiny_dir, tmp_path):
