@@ -204,7 +204,7 @@ def tour(root: Path, pause: float = PAUSE_S, src: Path | None = None
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport={"width": 1280, "height": 800})  # issue 30's screen
 
             def first() -> float:
                 t0 = time.perf_counter()
@@ -342,13 +342,14 @@ def sweep_statistics(root: Path) -> None:
             cmp.curve_bands(scalars, metric)
 
     def now() -> None:
-        version = sweep_stats.sweep_version(data.runs_table(str(root)))
-        metrics, _, _ = sweep_stats.sweep(str(root), version)
-        sweep_stats.summary(str(root), version)
-        sweep_stats.differences(str(root), version, "grpo")
+        table = data.runs_table(str(root))
+        version = sweep_stats.selection_version(table, list(table.index))  # every run picked
+        metrics = sweep_stats.sweep(version)[0]
+        sweep_stats.summary(version)
+        sweep_stats.differences(version, "grpo")
         for metric in curves:
             for label in sorted(metrics["label"].unique()):
-                sweep_stats.bands(str(root), version, metric, label)
+                sweep_stats.bands(version, metric, label)
 
     def cpu(action) -> float:
         t0 = time.process_time()

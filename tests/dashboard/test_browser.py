@@ -278,7 +278,7 @@ def test_every_page_renders_in_chromium_and_live_runs_refresh(server):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2200})
+            page = browser.new_page(viewport={"width": 1280, "height": 2200})  # the issue-30 screen width
             page.goto(url)
             for spec in PAGES:
                 page.locator('[data-testid="stSidebarNav"] a').filter(has_text=spec.title).click()

@@ -74,6 +74,6 @@ def test_runs_appear_without_reload_and_the_sweep_page_never_mixes_lrs(tmp_path)
             n = page.evaluate(CURVE_N, "Held-out reward across seeds")
             assert sorted(n) == sorted(shown) and all(set(v) == {3} for v in n.values())  # n per point
             page.screenshot(path=str(ARTIFACTS / "sweep-1280.png"), full_page=True)
-            docs_screenshot(page, "sweep", height=1600)
+            docs_screenshot(page, "sweep-lr", height=1600)
         finally:
             browser.close()

@@ -90,9 +90,8 @@ def charts() -> None:
     versions = tuple((r, ctx.path(r), data.run_version(ctx.path(r))) for r in ctx.selected)
     *lines, clip = panels(versions, frames.evals_frame(ctx)[0], alpha, step_range, colors, tuple(extra), log_y, modes,
                           x_axis)
-    st.markdown(fig.legend_html(ctx.colors, ctx.selected)
-                + (f'<span style="font-size:0.8rem;color:#555"> · faint: raw, solid: EMA {alpha:g}</span>'
-                   if alpha > 0 else ""), unsafe_allow_html=True)
+    note = f'<span style="font-size:0.8rem;color:#555">faint: raw · solid: EMA {alpha:g}</span>' if alpha > 0 else ""
+    st.markdown(fig.legend_html(ctx.colors, ctx.selected).replace("</div>", note + "</div>"), unsafe_allow_html=True)
     for i in range(0, len(lines), 2):
         for j, (col, panel) in enumerate(zip(st.columns(2), lines[i : i + 2])):
             col.plotly_chart(panel, key=f"dynamics_{i + j}", theme=None)
