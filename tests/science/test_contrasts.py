@@ -124,6 +124,11 @@ def test_compare_prints_checks_before_verdicts_and_refuses_a_changed_prereg(swee
     # The kept data reproduce the same analysis without the run directories.
     kept = analyse(tmp_path / "data")
     assert kept.contrasts.drop(columns=["seeds"]).equals(analyse(sweep).contrasts.drop(columns=["seeds"]))
+    from_data = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(tmp_path / "data")],
+                               capture_output=True, text=True, timeout=120, env=env)
+    assert from_data.returncode == 0, from_data.stderr
+    verdicts = text[text.index("Verdicts"):text.index("kept data:")]
+    assert from_data.stdout[from_data.stdout.index("Verdicts"):] == verdicts
     # A pre-registration edited after the sweep started is refused, in one line naming the file.
     changed = tmp_path / "changed"
     make_sweep(changed)
