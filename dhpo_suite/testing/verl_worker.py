@@ -386,9 +386,3 @@ def run_distributed(case: LocalCase, world: int = 2, timeout: float = 600.0) -> 
             if p.is_alive():
                 p.kill()
     return [results[r] for r in range(world)]
-
-
-def run_single_process(case: LocalCase) -> list[dict[str, Any]]:
-    """World size 1 in this process (sets up the process group and, on CPU, the CPU platform)."""
-    _setup(0, 1, _free_port(), case.device)
-    return run_local(case)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Preset", "AlgorithmSettings", "PRESETS", "get_preset", "algorithm_settings", "ALGORITHMS"]
+__all__ = ["Preset", "AlgorithmSettings", "PRESETS", "get_preset", "algorithm_settings"]
 
 
 @dataclass(frozen=True)
@@ -154,11 +154,3 @@ def algorithm_settings(name: str, **hparams: Any) -> AlgorithmSettings:
     objective = get_objective(name, **hparams)  # resolves and checks, once
     return AlgorithmSettings(objective=name, hparams=tuple(objective.hparams.items()),
                              needs_entropy=objective.needs_entropy)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ALGORITHMS":  # computed lazily: the objective library imports torch
-        from dhpo_suite.train.objectives import OBJECTIVES
-
-        return {n: algorithm_settings(n) for n in OBJECTIVES}
-    raise AttributeError(name)

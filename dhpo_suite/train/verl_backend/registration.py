@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from dhpo_suite.train.verl_backend import seam
 from dhpo_suite.train.verl_backend.names import LOSS_PREFIX, loss_mode, objective_of
 
-__all__ = ["LOSS_PREFIX", "loss_mode", "objective_of", "policy_losses", "register_all", "check_registered"]
+__all__ = ["LOSS_PREFIX", "loss_mode", "objective_of", "policy_losses", "check_registered"]
 
 
 def policy_losses() -> dict[str, Callable]:
@@ -16,11 +16,6 @@ def policy_losses() -> dict[str, Callable]:
     from dhpo_suite.train.verl_backend.policy_loss import make_policy_loss
 
     return {loss_mode(name): make_policy_loss(name) for name in OBJECTIVES}
-
-
-def register_all(registry_module: Any = None) -> list[str]:
-    """Register every library objective in verl's POLICY_LOSS_REGISTRY (idempotent); returns the modes."""
-    return seam.register_policy_losses(policy_losses(), registry_module)
 
 
 def check_registered(mode: str) -> None:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy", "actor_config",
     "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers", "step_metric", "hf_export",
-    "global_step_of", "register_policy_losses", "is_registered", "policy_loss_config_base", "check_config",
+    "global_step_of", "is_registered", "policy_loss_config_base", "check_config",
     "verl_actor_defaults", "command_line_keys", "global_step",
 ]
 
@@ -346,15 +346,6 @@ def global_step_of(local_path: str) -> int | None:
 
 
 # ---- verl's policy-loss registry and config classes ----
-def register_policy_losses(losses: dict[str, Callable], registry_module: Any = None) -> list[str]:
-    """Register `losses` {mode: fn} in verl's POLICY_LOSS_REGISTRY (idempotent); returns the modes."""
-    if registry_module is None:
-        from verl.trainer.ppo import core_algos
-
-        registry_module = core_algos
-    return _register(losses, registry_module)
-
-
 def _register(losses: dict[str, Callable], registry_module: Any) -> list[str]:
     for mode, fn in losses.items():
         registry_module.register_policy_loss(mode)(fn)
