@@ -96,7 +96,9 @@ def _binding(c: Checks, prereg: Prereg, scalars: pd.DataFrame, baselines: list[s
         ok = iv.mean >= need
         c.binding = c.binding or iv
         c.lines.append(f"binding: {base}'s clip removed the gradient of {_fmt(iv, pct=True).replace('+', '')} of its tokens "
-                       f"(`{column}`, mean over steps per seed); needed: at least {need:.1%} — "
+                       f"(`{column}`, mean over steps per seed" + ("" if column.endswith("offpolicy") else
+                                                         ", the on-policy first mini-batch included") +
+                       f"); needed: at least {need:.1%} — "
                        + ("passed" if ok else "FAILED"))
         if not ok:  # plain GRPO's clip not acting: no clipping claim can be resolved in this setting
             for k in prereg.contrasts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -67,7 +68,8 @@ def contrast_rows(table: pd.DataFrame) -> list[list[str]]:
         claim = f"|d| < {r['margin']:g}" if r["direction"] == "equal" else \
             {"greater": "> 0", "less": "< 0"}[r["direction"]]
         rows.append([r["name"], f"{r['arm']} − {r['baseline']}", r["metric"], claim, str(r["n"]), ci, _p(r["p"]),
-                     _p(r["p_holm"]), _p(r["p_sign_flip"]), _p(r["p_tost"]), _p(r["p_improvement"]), r["verdict"]])
+                     _p(r["p_holm"]), _p(r["p_sign_flip"]), _p(r["p_tost"]), _p(r["p_improvement"]),
+                     re.split(r" \(|:", r["verdict"])[0]])  # the verdict's reason is printed below the table
     return rows
 
 
