@@ -108,6 +108,14 @@ def test_small_update_distance_means_the_setting_cannot_resolve(tmp_path):
     # dhpo-e-branch vs the clip-higher control: bounded by 0.005 + 0.05 = 55 % of the yardstick: resolvable.
     assert t.loc["vs-clip-higher", "verdict"].startswith("inconclusive")
     assert t.loc["clip-equal", "verdict"].startswith("this setting cannot resolve")  # 0.009 / 0.1 at most
+    # The probe's measured distance between two non-baseline arms (`pairs`) is used instead of the bound.
+    data = json.loads((root / "update_distance.json").read_text())
+    data["checkpoints"][0]["pairs"] = {"dhpo-e-branch|dhpo-e-unified": 0.03}
+    (root / "update_distance.json").write_text(json.dumps(data))
+    checks = analyse(root).checks
+    assert "clip-equal" not in checks.unresolvable and "accuracy" in checks.unresolvable
+    assert any("clip-equal (dhpo-e-branch vs dhpo-e-unified): one-step updates 30.0% of the second-rollout "
+               "yardstick apart (measured;" in line for line in checks.lines)
 
 
 def test_compare_prints_checks_before_verdicts_and_refuses_a_changed_prereg(sweep, tmp_path):
