@@ -324,3 +324,15 @@ def test_sidebar_filters_pick_the_runs_of_a_setting(tmp_path, monkeypatch):
     at.button(key="filter_pick").click().run()
     no_errors(at)
     assert at.sidebar.multiselect[0].value == [f"lr-large/grpo-s{s}" for s in range(3)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.file for p in PAGES])
+def test_no_developer_comment_is_rendered_as_page_text(page):
+    # Streamlit's "magic" writes every bare string of a page script onto the page (issue 30: two did).
+    import ast
+
+    from dhpo_suite.dashboard.registry import PAGE_DIR
+
+    body = ast.parse((PAGE_DIR / page.file).read_text()).body
+    bare = [n.lineno for n in body[1:] if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)]
+    assert bare == [], f"{page.file}: bare strings at lines {bare} would be shown on the page"
