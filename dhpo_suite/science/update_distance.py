@@ -119,7 +119,9 @@ def _one_update(st: _State, cfg: Any, arm: Arm, batch: Any, heldout: Any, before
     model = copy.deepcopy(st.model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)  # only steps after the update
-    optimizer.load_state_dict(st.trainer_state["optimizer"])  # the run's moments and its learning rate now
+    # The run's moments and learning rate. A copy: load_state_dict keeps the given tensors, which AdamW then updates
+    # in place, so without it every arm would start from the moments the previous arm left.
+    optimizer.load_state_dict(copy.deepcopy(st.trainer_state["optimizer"]))
     generator = torch.Generator()
     generator.set_state(st.trainer_state["generator"])  # the same mini-batch shuffle for every arm
     telemetry = _Kept()
@@ -181,6 +183,10 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
     for arm in arms:
         deltas[arm.name], facts[arm.name] = _one_update(st, cfg, arm, rollouts["same"], held, before)
     base = deltas[arms[0].name]
+    again, _ = _one_update(st, cfg, arms[0], rollouts["same"], held, before)
+    if _rms(again - base) > 1e-6 * max(_rms(base), 1e-12):  # every arm must start from the same state
+        raise RuntimeError(f"{run_dir}: step {step}: the reference update is not reproducible "
+                           f"(rms {_rms(again - base):.3g}); the arms would not start from the same state")
     yard = _rms(second - base)
     others = [a.name for a in arms[1:]]
     distance = {a: _rms(deltas[a] - base) for a in others}
