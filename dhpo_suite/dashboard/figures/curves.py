@@ -29,12 +29,15 @@ def is_fraction(metric: str) -> bool:
     return metric.endswith("_frac") or metric.startswith("clip/") or "frac_" in metric
 
 
-def axis_title(metric: str) -> str:
-    """The y-axis title of a metric: its name and unit (e.g. "length/mean (tokens)", "clip/... (% of tokens)")."""
+def axis_title(metric: str, fits: int = 32) -> str:
+    """The y-axis title of a metric: its name and unit (e.g. "length/mean (tokens)", "clip/... (% of tokens)");
+    past `fits` characters (what a 320 px chart's axis shows at 12 px) the name loses its family prefix."""
     if is_fraction(metric):
-        return f"{metric} (% of {'groups' if metric.startswith('groups/') else 'responses' if 'truncated' in metric else 'tokens'})"
-    unit = next((u for prefix, u in _UNITS.items() if metric.startswith(prefix)), None)
-    return f"{metric} ({unit})" if unit else metric
+        unit = f"% of {'groups' if metric.startswith('groups/') else 'responses' if 'truncated' in metric else 'tokens'}"
+    else:
+        unit = next((u for prefix, u in _UNITS.items() if metric.startswith(prefix)), None)
+    title = f"{metric} ({unit})" if unit else metric
+    return title if len(title) <= fits else f"{metric.rsplit('/', 1)[-1]} ({unit})" if unit else metric
 
 
 X_AXES = {"step": "training step", "tokens": "response tokens seen (cumulative tokens/count)",

@@ -12,9 +12,9 @@ ctx = controls.context()
 st.title("Runs")
 st.caption("Click a column header to sort. Pick runs to compare in the sidebar; every page overlays the picked "
            "runs, each in the same colour everywhere.")
-links = st.columns(len(QUESTIONS))
-for col, (question, page) in zip(links, QUESTIONS):
-    col.page_link(str(PAGE_DIR / page), label=question, query_params={"runs": ",".join(ctx.selected)})
+links = st.columns(2)  # two per row: four in a row clipped the questions at 1280 px
+for i, (question, page) in enumerate(QUESTIONS):
+    links[i % 2].page_link(str(PAGE_DIR / page), label=question, query_params={"runs": ",".join(ctx.selected)})
 
 INTEGERS = ("group_size", "steps", "last_step", "checkpoints", "evals", "seed", "collapse step", "entropy collapse",
             "length collapse")
