@@ -78,6 +78,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from rich.console import Console
 
+        from dhpo_suite.runs.out_paths import dir_problem, file_problem
         from dhpo_suite.science import compare as cmp
         from dhpo_suite.science import kept
         from dhpo_suite.science.analysis import analyse
@@ -90,6 +91,10 @@ def register(app: typer.Typer) -> None:
             _fail(f"--late-frac: must lie in (0, 1], got {late_frac}")
         if export is not None and kept.is_kept(root):
             _fail(f"--export: {root} is already a kept-data folder (export from the sweep directory)")
+        if csv is not None and (problem := file_problem(csv)):
+            _fail(f"--csv: {problem}")  # before the sweep is read, not after (issue 29)
+        if export is not None and (problem := dir_problem(export)):
+            _fail(f"--export: {problem}")
         try:
             a = analyse(root, late_frac)
         except PreregError as e:
@@ -98,7 +103,7 @@ def register(app: typer.Typer) -> None:
         for p in a.problems:
             console.print(f"[yellow]skipped:[/] {p}", highlight=False)
         if a.metrics.empty:
-            _fail(f"{root}: no run with committed steps")
+            _fail(f"{root}: no run with committed steps" + (f" (skipped {a.problems[0]})" if a.problems else ""))
         console.print(runs_note(a.metrics), highlight=False)
         console.print(interval_table(cmp.summarize(a.metrics), "Per label: mean [95 % t-interval] across seeds "
                                                                "(no interval below 3 seeds)"))
