@@ -29,6 +29,7 @@ import psutil
 import pytest
 
 from dhpo_suite.runs import RunReader, read_manifest
+from dhpo_suite.runs.lock import holder_of
 from dhpo_suite.train.verl_backend.data import INSTRUCTION
 from dhpo_suite.train.verl_backend.reward import compute_score
 
@@ -101,6 +102,12 @@ def test_two_real_steps_through_verls_v1_trainer(dhpo_e_run):
     assert m.config["trainer"]["total_epochs"] == 2  # 1 step per epoch here: the epoch bound must not stop it
 
 
+def test_the_losss_settings_are_printed_once_at_start_up(dhpo_e_run):
+    log = (dhpo_e_run.parent / "launch.log").read_text()
+    assert log.count("dhpo_suite.dhpo-e: the loss's settings") == 1  # by verl's driver, before Ray
+    assert log.index("the loss's settings") < log.index("ray init kwargs")
+
+
 def test_hydra_writes_into_the_run_directory_not_the_working_directory(dhpo_e_run):
     assert (dhpo_e_run / "verl" / "hydra" / "main_ppo.log").is_file()
     assert not (dhpo_e_run.parent / "outputs").exists()  # hydra's default: ./outputs/<date>/<time>
@@ -140,6 +147,7 @@ def test_final_checkpoint_is_exported_and_loads(dhpo_e_run):
     assert AutoModelForCausalLM.from_pretrained(ckpts[2]).config.model_type == "qwen3"
 
 
+@pytest.mark.timeout(2 * TIMEOUT)  # two launches (the second refused) on a machine that may be busy
 def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_dir):
     run_dir = tmp_path / "grpo"
     log = open(tmp_path / "launch.log", "w")
@@ -149,6 +157,15 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
     launched: dict[int, psutil.Process] = {}
     deadline = time.monotonic() + TIMEOUT
     try:
+        while not holder_of(run_dir):  # the first launch holds the run directory (it then starts Ray, verl, ...)
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "launch.log").read_text()[-6000:]
+            time.sleep(0.5)
+        # One writer per run directory: a second launch on the same --out is refused, not taken as a resume.
+        started = time.monotonic()
+        second = subprocess.run(_command("grpo", 3, run_dir, data_dir, tiny_model_dir), env=_env(),
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        print(f"second launch refused after {time.monotonic() - started:.0f} s")
+        assert second.returncode == 2 and "another writer is using it" in second.stderr, second.stderr[-3000:]
         while not (run_dir / "scalars" / "step-000002.parquet").exists():
             assert proc.poll() is None, (tmp_path / "launch.log").read_text()[-6000:]
             assert time.monotonic() < deadline, "step 2 never came"
@@ -157,11 +174,7 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
             time.sleep(1)
         for p in psutil.Process(proc.pid).children(recursive=True):
             launched.setdefault(p.pid, p)
-        # One writer per run directory: a second launch on the same --out is refused, not taken as a resume.
-        second = subprocess.run(_command("grpo", 3, run_dir, data_dir, tiny_model_dir), env=_env(),
-                                capture_output=True, text=True, timeout=TIMEOUT)
-        assert second.returncode == 2 and "another writer is using it" in second.stderr, second.stderr[-3000:]
-        assert proc.poll() is None  # the first launch is untouched
+        assert proc.poll() is None  # the second launch (above) left the first untouched
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     finally:

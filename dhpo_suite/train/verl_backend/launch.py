@@ -286,6 +286,8 @@ def run(
 
     lock = None
     try:
+        if not dry_run and out is not None and Path(out).is_dir():  # a running launch: refused before composing
+            DirLock(Path(out), create=False).acquire().release()
         pl = plan(algo, preset, overrides, out, data_dir, steps, settings, check_inputs=not dry_run)
         if dry_run:
             print(shlex.join(pl.command))
@@ -301,7 +303,8 @@ def run(
         print(f"error: {e}", file=sys.stderr)
         return 2
     with lock:
-        print(f"run directory: {pl.run_dir}\n{pl.resolution.table()}\n{shlex.join(pl.command)}", flush=True)
+        # verl's driver prints the loss's settings table once, at its start-up check (startup.on_validate).
+        print(f"run directory: {pl.run_dir}\n{shlex.join(pl.command)}", flush=True)
         env = {"TENSORBOARD_DIR": str(pl.run_dir / "verl" / "tensorboard")}  # not ./tensorboard_log of the caller
         code, stopped_by = supervise(pl.command, env=env)
         return finish(writer, code, stopped_by)
