@@ -38,3 +38,15 @@ def test_a_bad_pre_registration_is_refused_before_anything_runs(tmp_path):
     assert lines == [f"error: --prereg: {prereg}: contrasts[0].margin: an 'equal' contrast needs a margin > 0 "
                      "(the TOST bound)"]
     assert not out.exists()
+
+
+def test_a_different_pre_registration_for_a_started_sweep_is_refused(tmp_path):
+    from dhpo_suite.science.prereg import digest
+    from dhpo_suite.train.sweep import Sweep, SweepError, load_or_create
+
+    first, second = b'{"version": 1}', b'{"version": 1, "alpha": 0.1}'
+    load_or_create(tmp_path, Sweep(("grpo",), (), (0,), (), 4, digest(first)), first)
+    assert (tmp_path / "prereg.json").read_bytes() == first
+    with pytest.raises(SweepError, match="prereg_sha256 differ"):
+        load_or_create(tmp_path, Sweep(("grpo",), (), (0,), (), 4, digest(second)), second)
+    assert (tmp_path / "prereg.json").read_bytes() == first  # the registered file is untouched
