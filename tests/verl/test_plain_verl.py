@@ -149,3 +149,15 @@ def test_plain_main_ppo_stops_before_ray_with_one_line(extra, needle, tiny_model
     assert "ray init kwargs" not in proc.stdout
     assert "Traceback" not in proc.stderr
     print(f"refused after {seconds:.1f} s (imports and composition only)")
+
+
+def test_configs_without_our_loss_are_left_alone():
+    """verl's validate_config also serves verl's own losses and other entry points: the check stays out."""
+    from omegaconf import OmegaConf
+
+    from dhpo_suite.train.verl_backend.startup import check
+
+    vanilla = OmegaConf.create({"actor_rollout_ref": {"actor": {"policy_loss": {"loss_mode": "vanilla"},
+                                                               "clip_ratio_high": 0.2}}})
+    assert check(vanilla, None) is None and check(OmegaConf.create({"data": {}}), None) is None
+    assert vanilla.actor_rollout_ref.actor.clip_ratio_high == 0.2  # untouched

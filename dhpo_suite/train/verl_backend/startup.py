@@ -46,7 +46,10 @@ def check(cfg: Any, explicit: frozenset[str] | None, inputs: bool = True) -> Res
     `explicit`: full config keys the user set on the command line, None when unknown (module docstring).
     `inputs`: also check the model path and data files (not for a dry run).
     """
-    name = objective_of(str(cfg.actor_rollout_ref.actor.policy_loss.loss_mode))
+    from omegaconf import OmegaConf
+
+    mode = OmegaConf.select(cfg, f"{ACTOR}.policy_loss.loss_mode", default=None)  # other verl configs lack it
+    name = None if mode is None else objective_of(str(mode))
     if name is None:
         return None
     from dhpo_suite.train.objectives import get_objective
