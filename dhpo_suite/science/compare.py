@@ -3,7 +3,7 @@ intervals, paired differences against a baseline over shared seeds, and curves w
 
 Runs are read only through `dhpo_suite.runs.RunReader`; no torch (the dashboard imports this module).
 Intervals are Student-t intervals over the runs (seeds) of each label (dhpo_suite.science.stats: with 3-10 seeds
-a percentile bootstrap covers ~85 % instead of 95 %); below 3 seeds there is no interval, only the mean.
+a percentile bootstrap covers ~84 % instead of 95 %); below 3 seeds there is no interval, only the mean.
 Pre-registered contrasts, their tests and verdicts are dhpo_suite.science.contrasts.
 
 Per-run metrics (METRIC_DOCS holds the one-line definitions):
