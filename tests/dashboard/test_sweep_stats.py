@@ -74,7 +74,7 @@ def test_statistics_are_compares_and_computed_once_per_version(sweep_root, monke
     def no_bootstrap(*args, **kwargs):
         raise AssertionError("bootstrapped again for an unchanged sweep")
 
-    for name in ("interval", "summarize", "paired_differences", "curve_bands", "load_sweep"):
+    for name in ("interval", "summarize", "paired_differences", "curve_bands", "load_sweep", "metrics_of", "run_metrics"):
         monkeypatch.setattr(cmp, name, no_bootstrap)
     sweep_stats.summary(v)  # a rerun of the page: every statistic from the cache
     sweep_stats.differences(v, "grpo")
