@@ -81,12 +81,13 @@ def _names(model_dir: Path) -> list[str]:
         names.append(Path(str(json.loads((model_dir / "config.json").read_text()).get("_name_or_path", ""))).name)
     except (OSError, ValueError, AttributeError):
         pass
-    if model_dir.parent.name == "checkpoints":
-        from dhpo_suite.runs.format import RunFormatError
-        from dhpo_suite.runs.manifest import read_manifest
+    from dhpo_suite.runs.format import RunFormatError, run_of_checkpoint
+    from dhpo_suite.runs.manifest import read_manifest
 
+    run = run_of_checkpoint(model_dir)
+    if run is not None:
         try:
-            names.append(Path(read_manifest(model_dir.parents[1]).model).name)
+            names.append(Path(read_manifest(run).model).name)
         except RunFormatError:
             pass
     return names

@@ -19,6 +19,7 @@ __all__ = [
     "step_file",
     "manifest_path",
     "checkpoint_path",
+    "run_of_checkpoint",
     "complete_checkpoints",
     "checkpoint_marker",
     "is_checkpoint_complete",
@@ -89,6 +90,12 @@ def manifest_path(run_dir: Path | str) -> Path:
 def checkpoint_path(run_dir: Path | str, step: int) -> Path:
     """`checkpoints/step-{step:06d}/`: a normal Hugging Face model directory written by the trainer."""
     return Path(run_dir) / CHECKPOINTS / f"step-{int(step):06d}"
+
+
+def run_of_checkpoint(path: Path | str) -> Path | None:
+    """The run directory a `checkpoints/step-N/` directory belongs to; None for any other path."""
+    path = Path(path)
+    return path.parents[1] if path.parent.name == CHECKPOINTS and len(path.parents) > 1 else None
 
 
 def complete_checkpoints(run_dir: Path | str) -> dict[int, Path]:

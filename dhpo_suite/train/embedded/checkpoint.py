@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from dhpo_suite.train.embedded.state_check import check_against_model, check_state
+from dhpo_suite.train.embedded.state_check import CheckpointError, check_against_model, check_state, python_rng
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -32,10 +32,6 @@ __all__ = ["TRAINER_STATE", "CheckpointError", "Restored", "complete_checkpoints
 
 TRAINER_STATE = "trainer_state.pt"
 _STATE_KEYS = ("step", "optimizer", "scheduler", "generator", "torch_rng", "python_rng")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used; the message starts with the file or directory."""
 
 
 def save_checkpoint(writer: RunWriter, step: int, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
@@ -87,14 +83,8 @@ def load_trainer_state(state: dict[str, Any], optimizer: torch.optim.Optimizer,
     scheduler.load_state_dict(state["scheduler"])
     generator.set_state(state["generator"])
     torch.set_rng_state(state["torch_rng"])
-    random.setstate(_python_rng(state["python_rng"]))
+    random.setstate(python_rng(state["python_rng"]))
     return int(state["step"])
-
-
-def _python_rng(value: Any) -> tuple[Any, ...]:
-    """random.getstate()'s (version, tuple of ints, gauss) back from the loaded containers."""
-    version, internal, gauss = value
-    return int(version), tuple(int(x) for x in internal), gauss
 
 
 class Restored:

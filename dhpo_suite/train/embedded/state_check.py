@@ -23,15 +23,24 @@ import torch
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["check_against_model", "check_state"]
+__all__ = ["CheckpointError", "check_against_model", "check_state", "python_rng"]
 
 _GROUP_NUMBERS = ("lr", "eps", "weight_decay", "initial_lr")
 _MOMENTS = ("exp_avg", "exp_avg_sq")
 
 
-def _error(file: Path, field: str, what: str) -> Exception:
-    from dhpo_suite.train.embedded.checkpoint import CheckpointError
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message starts with the file or directory (re-exported by
+    checkpoint.py, which imports this module)."""
 
+
+def python_rng(value: Any) -> tuple[Any, ...]:
+    """random.getstate()'s (version, tuple of ints, gauss) back from the loaded containers."""
+    version, internal, gauss = value
+    return int(version), tuple(int(x) for x in internal), gauss
+
+
+def _error(file: Path, field: str, what: str) -> CheckpointError:
     return CheckpointError(f"{file}: {field}: {what}")
 
 
@@ -56,9 +65,7 @@ def _check_rng(state: dict[str, Any], file: Path) -> None:
             raise _error(file, key, f"not a CPU RNG state (expected {expected.dtype} {list(expected.shape)}, "
                                     f"got {got})")
     try:
-        from dhpo_suite.train.embedded.checkpoint import _python_rng
-
-        random.Random().setstate(_python_rng(state["python_rng"]))  # a throwaway generator: validates only
+        random.Random().setstate(python_rng(state["python_rng"]))  # a throwaway generator: validates only
     except (TypeError, ValueError) as e:
         raise _error(file, "python_rng", f"not a Python random state ({e})") from None
 
