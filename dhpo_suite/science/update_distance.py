@@ -54,6 +54,7 @@ ARMS = (  # issue 26, item 4; the first is the reference. Names are compare's ru
     Arm("dhpo-a-branch", "dhpo-a", {"clip": "branch"}),
 )
 MEASURE = "rms change of log pi on held-out responses (nats/token)"
+ENTRIES = "checkpoints"  # the file's list of per-checkpoint entries (docs/sweep.md), not the run directory's folder
 
 
 @dataclass
@@ -223,12 +224,12 @@ def probe_run(run_dir: Path, steps: list[int] | None = None, *, arms: tuple[Arm,
         entries = [probe_checkpoint(Path(run_dir), s, arms=arms, heldout=heldout, pool=pool, log=log) for s in steps]
     return {"version": FORMAT_VERSION, "baseline": arms[0].name, "measure": MEASURE,
             "arms": [{"name": a.name, "algo": a.algo, "hparams": a.hparams} for a in arms],
-            "heldout_responses": heldout, "checkpoints": entries, "wall_s": round(time.perf_counter() - t0, 1)}
+            "heldout_responses": heldout, ENTRIES: entries, "wall_s": round(time.perf_counter() - t0, 1)}
 
 
 def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Several runs' results as one file: their checkpoints listed together (each names its run)."""
-    return {**results[0], "checkpoints": [cp for r in results for cp in r["checkpoints"]],
+    return {**results[0], ENTRIES: [cp for r in results for cp in r[ENTRIES]],
             "wall_s": round(sum(r["wall_s"] for r in results), 1)}
 
 
