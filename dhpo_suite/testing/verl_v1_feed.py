@@ -114,19 +114,21 @@ def _add_policy_lag(meta, noise) -> None:
                     fields=TensorDict({"old_log_probs": nested}, batch_size=len(rows)))
 
 
-def train_step(worker, config, meta, noise=None) -> dict[str, Any]:
+def train_step(worker, config, meta, noise=None, global_steps: int = 1) -> dict[str, Any]:
     """One v1 training step of `meta` on `worker` (an ActorRolloutRefWorker); returns verl's step metrics
     and `batch_rows`, the rows the update got.
 
     `config` is the whole composed ppo_trainer config (the trainer's `self.config`). Padding rows are
     appended when the batch does not divide into `ppo_mini_batch_size × rollout.n`, as verl's
     `_balance_batch` does; `noise` (N, T) is added to the old log-probs of the N real responses.
+    `global_steps`: the trainer's step counter (the plugin hands it to the update's telemetry).
     """
     import transfer_queue as tq
     from verl.trainer.ppo.padding_utils import upsample_batch_to_divisible_size
     from verl.trainer.ppo.v1.trainer_base import PPOTrainer
 
-    trainer = SimpleNamespace(config=config, actor_rollout_wg=worker, distillation_config=None)
+    trainer = SimpleNamespace(config=config, actor_rollout_wg=worker, distillation_config=None,
+                              global_steps=global_steps)
     multiple = config.actor_rollout_ref.actor.ppo_mini_batch_size * config.actor_rollout_ref.rollout.n
     real = len(meta)
     meta = upsample_batch_to_divisible_size(meta, multiple, worker.actor.engine.model_config.tokenizer.eos_token_id)

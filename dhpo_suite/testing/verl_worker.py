@@ -271,7 +271,7 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
             start, cpu_start = time.perf_counter(), time.process_time()
             # timed: the update (v1: the trainer's methods from old log-probs to the update, as one step)
             if case.feed == "v1":
-                metrics = v1_feed.train_step(worker, cfg, meta, noise)
+                metrics = v1_feed.train_step(worker, cfg, meta, noise, global_steps=step)
             else:
                 metrics = _lists(worker.update_actor(td))
             _sync(case.device)

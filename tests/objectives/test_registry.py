@@ -149,3 +149,19 @@ def test_a_literal_annotation_declares_its_choices(monkeypatch):
     finally:
         monkeypatch.delitem(registry._REGISTRY, "scratch")
         registry._params.cache_clear(), registry._types.cache_clear()
+
+
+def test_a_name_registered_twice_is_refused():
+    with pytest.raises(ValueError, match="objective 'grpo' is registered already"):
+        registry.register_objective("grpo")(lambda x: x)
+    with pytest.raises(ValueError, match="objective 'dhpo-e' is registered already"):  # an alias's name too
+        registry.register_objective("dhpo-e")(lambda x: x)
+
+
+def test_which_configurations_need_the_entropy():
+    """Declared by each objective at registration: DHPO-E's w is g(sg[H]) (eq. 10); DHPO-A's w is the constant
+    0.5; no baseline reads the entropy."""
+    needs = {n: get_objective(n).needs_entropy for n in ("dhpo-e", "dhpo-a", "grpo", "gspo", "gmpo", "cispo", "sapo")}
+    assert needs == {"dhpo-e": True, "dhpo-a": False, "grpo": False, "gspo": False, "gmpo": False, "cispo": False,
+                     "sapo": False}
+    assert get_objective("dhpo", mixing="entropy").needs_entropy and not get_objective("dhpo", mixing="avg").needs_entropy

@@ -41,7 +41,7 @@ def _output(x: Inputs, loss_mat: torch.Tensor, mode: str, w: torch.Tensor | None
     )
 
 
-@register_objective("dhpo")
+@register_objective("dhpo", needs_entropy=lambda hparams: hparams["mixing"] == "entropy")  # w = g(H), eq. 10
 def dhpo(
     x: Inputs,
     *,

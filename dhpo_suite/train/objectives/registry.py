@@ -42,6 +42,7 @@ class Inputs:
 
 
 _REGISTRY: dict[str, Callable[..., ObjectiveOutput]] = {}
+_NEEDS_ENTROPY: dict[str, Callable[[Mapping[str, Any]], bool]] = {}  # declared at registration
 # A setting's name means one thing in every objective (docs/objectives.md, "Settings"), so its allowed values
 # are declared once, by exact name. A new setting needs an entry only if its type alone does not say enough
 # (a `Literal[...]` annotation in the objective's signature declares choices by itself).
@@ -80,15 +81,20 @@ class HparamError(ValueError):
         super().__init__(message)
 
 
-def register_objective(name: str) -> Callable:
+def register_objective(name: str, needs_entropy: Callable[[Mapping[str, Any]], bool] | None = None) -> Callable:
     """Decorator: register `fn(x: Inputs, *, hparam=default, ...) -> ObjectiveOutput` under `name`.
 
     The keyword-only parameters are the objective's settings: their names, types and defaults are the one
     vocabulary of every surface (get_objective, `dhpo-suite train --hp`, verl's `policy_loss.hparams`).
+    `needs_entropy(hparams)`: whether the objective, so configured, reads the per-token entropy (backends must
+    then compute it; None: never). A name registered twice is refused (the first would be lost silently).
     """
 
     def deco(fn: Callable[..., ObjectiveOutput]) -> Callable[..., ObjectiveOutput]:
+        if name in _REGISTRY or name in ALIASES:
+            raise ValueError(f"objective {name!r} is registered already ({_REGISTRY.get(name, fn).__module__})")
         _REGISTRY[name] = fn
+        _NEEDS_ENTROPY[name] = needs_entropy or (lambda hparams: False)
         _params.cache_clear()
         _types.cache_clear()
         return fn
@@ -244,7 +250,8 @@ class Objective:
 
     @property
     def needs_entropy(self) -> bool:
-        return self.hparams.get("mixing") == "entropy"
+        """Whether this configuration reads the per-token entropy (as its registration declares)."""
+        return _NEEDS_ENTROPY[_base(self.name)[0]](self.hparams)
 
     def __call__(
         self,
