@@ -72,10 +72,12 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
     _mark_onsets(fig, rows, verdicts, colors)
     fig.update_xaxes(title_text="training step (click a point of the entropy or length row: that step opens below)",
                      row=len(rows))
-    fig.update_layout(title=f"Collapse: when and why · {styles}", height=170 * len(rows) + 120,
+    # the line styles on a second, smaller title line: one line clipped at both ends on a 1280 px screen
+    fig.update_layout(title=dict(text=f"Collapse: when and why<br><sup>{styles}</sup>", x=0.01, xanchor="left"),
+                      height=170 * len(rows) + 120,
                       # "closest": a click reports the point under the cursor (unified hover reports another run's)
-                      margin=dict(t=80, b=50, l=70, r=10), hovermode="closest", hoverlabel=dict(namelength=-1),
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                      margin=dict(t=100, b=50, l=70, r=10), hovermode="closest", hoverlabel=dict(namelength=-1),
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left"),
                       clickmode="event+select")
     return fig
 

@@ -26,7 +26,7 @@ controls.seed_from_url("dynamics_metrics", "metrics", lambda v: [m for m in v.sp
 axes = [k for k in fig.X_AXES if k == "step" or fig.X_SOURCE[k] in frame.columns]
 controls.seed_from_url("dynamics_x", "x", lambda v: v if v in axes else None)
 controls.seed_from_url("dynamics_log", "log", lambda v: v == "1")
-c1, c2, c3 = st.columns([3, 2, 1])
+c1, c2, c3 = st.columns([4, 2.5, 1.5])  # the toggle's label whole at 1280 px
 extra = c1.multiselect("Plot any logged metric", logged, key="dynamics_metrics",
                        format_func=lambda m: f"{m} — {METRICS[m]}" if m in METRICS else m,
                        help="Every scalar the runs logged (held-out reward, lr, loss, advantage statistics, "

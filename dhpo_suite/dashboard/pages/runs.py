@@ -72,7 +72,9 @@ def runs_list() -> None:
                        "entropy collapse": st.column_config.NumberColumn(format="%d", help="entropy onset"),
                        "length collapse": st.column_config.NumberColumn(format="%d", help="length onset"),
                        "collapse": st.column_config.TextColumn(help="the verdict, as on the Entropy collapse page"),
-                       "lr": st.column_config.NumberColumn(format="%.2e")},
+                       "lr": st.column_config.NumberColumn(format="%.2e"),
+                       "eps_low": st.column_config.NumberColumn(format="%.4g"),
+                       "eps_high": st.column_config.NumberColumn(format="%.4g")},
         key="runs_table",
     )
     for run in ctx.selected:
