@@ -348,3 +348,13 @@ def test_wrong_samples_and_two_evaluations_compared_problem_by_problem():
     assert diff["problem_id"].tolist() == ["b-1", "b-2", "b-10"]  # largest change first
     assert diff["change"].tolist() == [0.75, 0.5, 0.0] and list(diff.columns)[1:3] == ["accuracy ckpt 10",
                                                                                        "accuracy ckpt 20"]
+
+
+def test_the_raw_curve_beneath_the_smoothed_one_keeps_its_spikes_in_half_the_points():
+    raw = fcur.prepare(spiky_run(), ["entropy/mean"])
+    smooth = fcur.prepare(spiky_run(), ["entropy/mean"], alpha=0.9)
+    line = fcur.line_overlay(smooth, "entropy/mean", "e", raw=raw, smoothing=0.9)
+    r = traces(line, "a raw")[0]
+    x, y = list(r.x), np.asarray(r.y)
+    assert len(x) <= fcur.MAX_POINTS // 2 and y[x.index(537)] == 5.0 and y[x.index(222)] == -3.0
+    assert max(traces(line, "a")[0].y) < 5.0  # the smoothed curve damps the spike; the raw one shows it

@@ -208,7 +208,9 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
                                      name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
         if raw is not None and smoothing > 0 and y in raw.columns:
             r = raw[raw["run"] == run]
-            traces.append(go.Scatter(**_xy(r[xcol].to_numpy() if xcol in r else r["step"].to_numpy(), r[y]),
+            # half the points of the smoothed curve (min/max: its spikes stay): the raw curve is context
+            traces.append(go.Scatter(**_xy(r[xcol].to_numpy() if xcol in r else r["step"].to_numpy(), r[y],
+                                           n=MAX_POINTS // 2),
                                      mode="lines", name=f"{run} raw", legendgroup=run, showlegend=False,
                                      line=dict(color=_alpha(c, 0.3), width=1), meta=f"{y} raw",
                                      hovertemplate=f"{run} · {y} (raw) = %{{y:.4~g}}<extra></extra>"))
