@@ -16,7 +16,7 @@ from dhpo_suite.science.tables import fmt_interval
 
 pytestmark = pytest.mark.slow
 SCREEN = {"width": 1280, "height": 800}
-TABLE = """(i) => {  // the i-th HTML table of the page as {row label: {column: text}}
+TABLE = """(i) => {  // the i-th HTML table of the page as {row label: {column: text}} (rows: metrics, columns: groups)
     const t = document.querySelectorAll('[data-testid="stTable"] table')[i];
     const head = [...t.querySelectorAll('thead th')].map(th => th.innerText.trim());
     return Object.fromEntries([...t.querySelectorAll('tbody tr')].map(tr => {
@@ -61,8 +61,10 @@ def test_runs_appear_without_reload_and_the_sweep_page_never_mixes_lrs(tmp_path)
             page.wait_for_selector(IDLE, timeout=60_000)
             page.wait_for_selector('[data-testid="stTable"]', timeout=60_000)
             settle(page)
-            shown = page.evaluate(TABLE, 0)
-            assert sorted(shown) == ["dhpo-e · lr=0.0001", "dhpo-e · lr=0.002", "grpo · lr=0.0001", "grpo · lr=0.002"]
+            by_metric = page.evaluate(TABLE, 0)
+            groups = sorted(by_metric["n"])
+            shown = {g: {m: by_metric[m][g] for m in by_metric} for g in groups}
+            assert groups == ["dhpo-e · lr=0.0001", "dhpo-e · lr=0.002", "grpo · lr=0.0001", "grpo · lr=0.002"]
             for folder, lr in (("lr-small", "0.0001"), ("lr-large", "0.002")):
                 alone = cmp.summarize(cmp.load_sweep(root / folder)[0]).set_index("label")  # compare on that sweep
                 for algo in ("grpo", "dhpo-e"):

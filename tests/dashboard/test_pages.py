@@ -181,8 +181,8 @@ def check_evaluation(at, root):
 
 
 def check_sweep(at, root):  # the statistics themselves: tests/science (test_compare.py, test_sweep_page.py)
-    summary = at.table[0].value
-    assert list(summary.index) == ["dhpo-e", "grpo"] and summary["n"].tolist() == [2, 1]
+    summary = at.table[0].value.T  # shown with groups as columns
+    assert list(summary.index) == ["dhpo-e", "grpo"] and summary["n"].tolist() == ["2", "1"]
     assert "1 runs not completed" in texts(at) and "live" in texts(at)
     assert [t["name"] for t in figure(at, "Token entropy (nats) across seeds")["data"] if t.get("mode")] == ["dhpo-e", "grpo"]
 

@@ -30,10 +30,10 @@ def test_sweep_page_shows_intervals_differences_and_bands(sweep_root, monkeypatc
     at = open_page(monkeypatch, sweep_root, "sweep.py")
     at.button(key="sweep_all").click().run()  # the page compares the runs picked in the sidebar: all six
     no_errors(at)
-    summary = at.table[0].value
+    summary = at.table[0].value.T  # shown with groups as columns
     assert list(summary.index) == ["dhpo-e-branch", "grpo"]
     assert summary.loc["grpo", "final_reward"].startswith("0.400 [")
-    diffs = at.table[1].value
+    diffs = at.table[1].value.T
     assert diffs.loc["dhpo-e-branch", "final_reward"] == "0.100 [0.100, 0.100]"  # +0.1 at every seed
     assert diffs.loc["dhpo-e-branch", "seeds"] == "0,1,2"
     assert "1 runs not completed" in texts(at) and "dhpo-e-branch-s0" in texts(at)

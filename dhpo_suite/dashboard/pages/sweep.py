@@ -75,9 +75,9 @@ unfinished = metrics[metrics["status"] != "completed"]
 if len(unfinished):
     st.warning(f"{len(unfinished)} runs not completed (their numbers are from the steps so far): "
                + ", ".join(unfinished["run"]))
-st.subheader("Per group: mean [95 % CI] across seeds (n runs)")
-st.table(as_text(sweep_stats.summary(version)))  # a few rows: HTML, every cell readable whole
-with st.expander("What each column measures"):
+st.subheader("Per group (columns): mean [95 % CI] across seeds, n runs")
+st.table(as_text(sweep_stats.summary(version)).astype(str).T)  # groups as columns: fits 1280 px, HTML
+with st.expander("What each row measures"):
     st.markdown("\n".join(f"- **{k}**: {v}" for k, v in cmp.METRIC_DOCS.items()))
 default = next((i for i, label in enumerate(labels) if label.split(" · ")[0] == "grpo"), 0)
 baseline = st.selectbox("Paired differences against", labels, index=default, key="sweep_baseline")
@@ -86,7 +86,7 @@ if diffs.empty:
     st.info(f"No other group shares a seed with {baseline}.")
 else:
     st.subheader(f"Paired difference vs {baseline} over shared seeds: mean [95 % CI]")
-    st.table(as_text(diffs))
+    st.table(as_text(diffs).astype(str).T)
 with st.expander("Groups: the settings that differ between the picked runs"):
     st.dataframe(settings.set_index("run"), key="sweep_groups")
 st.subheader("Curves: mean across seeds with 95 % bands, on the steps every run of a group logged")
