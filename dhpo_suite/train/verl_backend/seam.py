@@ -153,7 +153,11 @@ def _patch_validate_config(module: Any, wiring: Wiring) -> None:
     loaded, so it gets this one); `__wrapped__` is verl's own, for callers that checked already."""
 
     def validate(original: Callable) -> Callable:
-        return lambda config, *args, **kwargs: (wiring.check_startup(config), original(config, *args, **kwargs))[1]
+        def validate_config(config: Any, *args: Any, **kwargs: Any) -> Any:
+            wiring.check_startup(config)
+            return original(config, *args, **kwargs)
+
+        return validate_config
 
     _wrap_method(module, "validate_config", validate)
 
@@ -176,9 +180,9 @@ def verl_actor_defaults() -> dict[str, Any]:
 
     from omegaconf import OmegaConf
 
-    node = OmegaConf.load(str(files("verl.trainer.config") / "actor" / "actor.yaml"))
-    return {k: v for k, v in OmegaConf.to_container(node, resolve=False).items()
-            if isinstance(v, (int, float, str, bool)) and not (isinstance(v, str) and "${" in v)}
+    node = OmegaConf.to_container(OmegaConf.load(str(files("verl.trainer.config") / "actor" / "actor.yaml")))
+    assert isinstance(node, dict)
+    return {str(k): v for k, v in node.items() if isinstance(v, (int, float, str, bool)) and "${" not in str(v)}
 
 
 # ---- 2. the micro-batch of the running loss call ----
