@@ -39,11 +39,15 @@ def run_settings(manifest: Mapping[str, Any]) -> dict[str, str]:
     """Every setting of a run (a manifest as a dict): algorithm, model, task, backend, the objective and
     optimiser hparams, and the resolved config's other keys (hparams win where both name a key; config
     values that are None are unresolved defaults the hparams already carry)."""
-    out = {"algorithm": str(manifest.get("algorithm", "")), "model": _text(manifest.get("model", "")),
+    config = manifest.get("config") or {}
+    # The model the user chose (the embedded trainer's `--model`), not the manifest's resolved directory: the
+    # tiny model's warm start is one cache entry per seed, which is no setting.
+    model = config.get("model") if isinstance(config.get("model"), str) else manifest.get("model", "")
+    out = {"algorithm": str(manifest.get("algorithm", "")), "model": _text(model),
            "task": _text(manifest.get("task", "")), "backend": _text(manifest.get("backend", ""))}
     hparams = manifest.get("hparams") or {}
     out.update({k: _text(v) for k, v in hparams.items()})
-    for k, v in (manifest.get("config") or {}).items():
+    for k, v in config.items():
         if k not in NOT_SETTINGS and k not in hparams and v is not None:
             out[k] = _text(v)
     return out

@@ -58,7 +58,7 @@ def test_atomic_json_and_rewrite(tmp_path):
     er.rewrite_samples(path, [_r(7)])
     assert er.read_samples(path).records == [_r(7)]
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(RunFormatError, match="bad.json: line 1"):
+    with pytest.raises(RunFormatError, match="bad.json: malformed JSON at line 1"):
         er.read_json(tmp_path / "bad.json")
 
 

@@ -137,9 +137,9 @@ def test_sweep_kill_resume_and_paired_first_rollout(tmp_path, monkeypatch):
     if any(b.key == "sweep_all" for b in at.button):  # the page compares the runs picked in the sidebar: all four
         at.button(key="sweep_all").click().run()
     no_errors(at)
-    summary, diffs = at.table[0].value, at.table[1].value
+    summary, diffs = at.table[0].value.T, at.table[1].value.T  # shown with groups as columns
     # The runs of one objective differ only in their seed (and the seed's warm-started model): one group each.
-    assert list(summary.index) == ["dhpo-e-branch", "grpo"] and list(summary["n"]) == [2, 2], (
+    assert list(summary.index) == ["dhpo-e-branch", "grpo"] and [int(n) for n in summary["n"]] == [2, 2], (
         "the Sweep page split an objective's seeds into groups: a setting that differs by seed alone (such as the "
         f"manifest's per-seed warm-start model path) was taken for a setting: {list(summary.index)}")
     assert list(diffs.index) == ["dhpo-e-branch"] and diffs.loc["dhpo-e-branch", "seeds"] == "0,1"

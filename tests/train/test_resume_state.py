@@ -137,7 +137,8 @@ def test_the_cli_resumes_from_the_previous_checkpoint(two_checkpoints, tmp_path)
     torch.save(state, file)
     res = CliRunner().invoke(app, ["train", "--resume", "--out", str(run), "--no-progress", "--steps", "3"])
     assert res.exit_code == 0, res.stderr
-    warnings = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
+    # (vLLM, if it ran earlier in this process, adds a --threads warning: not this test's subject)
+    warnings = [line for line in res.stderr.splitlines() if line.startswith("warning: checkpoint")]
     assert len(warnings) == 1 and "optimizer.state[0].exp_avg: shape [3]" in warnings[0], res.stderr
     assert "falling back to step 1" in warnings[0] and "Traceback" not in res.output
     assert read_trainer_state(file.parent)["optimizer"]["state"][0]["exp_avg"].shape != (3,)
