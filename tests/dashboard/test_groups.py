@@ -27,6 +27,13 @@ def labels(manifests: dict[str, dict]) -> dict[str, str]:
     return group_labels(settings, base)
 
 
+def test_the_per_seed_warm_start_directory_is_not_a_setting():
+    """The tiny model's SFT warm start is one cache entry per seed: the manifest's resolved model path differs by
+    seed while the run's --model (the config's) does not."""
+    runs = {f"grpo-s{s}": {**manifest(seed=s), "model": f"/cache/tiny-arithmetic-sft-{s}"} for s in range(2)}
+    assert set(labels(runs).values()) == {"grpo"}
+
+
 def test_seeds_output_folders_threads_and_devices_do_not_split_a_group():
     runs = {f"grpo-s{s}": manifest(seed=s, threads=1 + s, device=["cpu", "auto", "cuda"][s], eval_every=5 + s)
             for s in range(3)}
@@ -60,7 +67,7 @@ def test_a_setting_only_one_algorithm_has_splits_only_that_algorithm():
 
 def test_every_setting_that_differs_is_named_model_task_and_steps_too():
     runs = {"a": manifest(), "b": manifest(steps=100), "c": manifest(task="word-problems")}
-    runs["d"] = {**manifest(), "model": "smollm2-135m"}
+    runs["d"] = manifest(model="smollm2-135m")  # --model: the config's name (the top-level path may differ)
     got = labels(runs)
     assert got["a"] == "grpo · model=tiny · steps=30 · task=arithmetic"
     assert len(set(got.values())) == 4
