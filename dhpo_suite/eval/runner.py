@@ -280,7 +280,8 @@ def _regrade_file(pool: GraderPool, path: Path, grader: str | None, notify: Noti
     for problem in stored.skipped:
         notify(f"regrade: {problem}")
     graded = [r for r in stored.records if r["status"] not in er.SKIP_STATUSES]  # skipped: nothing to grade
-    verdicts = iter(pool.grade_many([(r["response"], r["gold"], grader) for r in graded]))
+    verdicts = iter(pool.grade_many([{"response": r["response"], "gold": r["gold"], "bench": grader,
+                                      "truncated": r.get("finish_reason") == "length"} for r in graded]))
     records = []
     for r in stored.records:  # in file order; the verdicts follow the graded records
         if r["status"] not in er.SKIP_STATUSES:

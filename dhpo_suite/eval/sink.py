@@ -15,6 +15,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
+from dhpo_suite.grading.items import Item
 from dhpo_suite.runs import eval_results as er
 
 __all__ = ["GradingThread", "Sink", "sample_records", "skipped_records"]
@@ -38,8 +39,8 @@ class GradingThread:
 
         self._pool = GraderPool(workers=workers, timeout=timeout).__enter__()
 
-    def grade(self, items: list[tuple[str, list[str], str]]):
-        """(response, golds, bench) -> Verdicts, in order. Call on the thread (inside a submitted job)."""
+    def grade(self, items: list[Item]):
+        """Items (response, golds, bench, truncated, problem) -> Verdicts, in order. Call on the thread (inside a submitted job)."""
         self._started.result()  # re-raises a failed pool start-up
         return self._pool.grade_many(items)
 
@@ -123,7 +124,11 @@ class Sink:
             self._queued.popleft().result()
 
     def _store(self, batch) -> None:
-        verdicts = iter(self.grading.grade([(c.text, list(p.gold), self.grader) for p, _, cs in batch for c in cs]))
+        # A response cut at the token budget is graded only on an answer it committed to before the cut, and a
+        # restatement of the problem is no answer (grading/fallback.py): the grader gets both facts.
+        verdicts = iter(self.grading.grade([
+            Item(c.text, tuple(p.gold), self.grader, truncated=c.finish_reason == "length", problem=p.problem)
+            for p, _, cs in batch for c in cs]))
         self._write([r for p, prompt, cs in batch
                      for r in sample_records(self.bench, p, prompt, cs, [next(verdicts) for _ in cs])])
 
