@@ -354,6 +354,14 @@ def _offline(monkeypatch, tmp: Path) -> None:
         monkeypatch.setenv(name, "1")
     monkeypatch.setenv("HF_HOME", str(tmp.parent / "hf-home"))
     monkeypatch.delenv("DHPO_BENCHMARKS_DIR", raising=False)
+    # HF reads those variables once, when imported: in a pytest process where an earlier test imported them, set
+    # the constants too (else the case reaches for the network and waits ~20 s for it to fail).
+    for module, names in (("huggingface_hub.constants", ("HF_HUB_OFFLINE",)),
+                          ("datasets.config", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))):
+        if module in sys.modules:
+            for name in names:
+                if hasattr(sys.modules[module], name):
+                    monkeypatch.setattr(sys.modules[module], name, True)
 
 
 def _held(fixtures: dict, directory: Path) -> Path:

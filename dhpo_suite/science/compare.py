@@ -34,8 +34,8 @@ from dhpo_suite.dashboard.collapse import detect_collapse
 from dhpo_suite.runs import RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
-__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences", "run_label",
-           "run_labels", "run_metrics", "summarize"]
+__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences",
+           "readable_runs", "run_label", "run_labels", "run_metrics", "summarize"]
 
 METRIC_DOCS = {
     "final_reward": "held-out reward after the last step",
@@ -112,6 +112,22 @@ def residual_sd(curve: pd.Series) -> float:
     return float(np.sqrt(np.sum((y - fit) ** 2) / (len(y) - 3)))
 
 
+def readable_runs(root: Path, problems: list[str], columns: list[str] | None = None):
+    """(summary, reader, scalars frame) of every readable run under `root`; each unreadable one is a line
+    appended to `problems` (the kept-data export reads runs the same way)."""
+    for summary in list_runs(root):
+        if summary.manifest is None:
+            problems.append(f"{summary.path}: {summary.problem}")
+            continue
+        try:
+            reader = RunReader(summary.path)
+            frame = reader.scalars(columns=columns)
+        except RunFormatError as e:
+            problems.append(str(e))
+            continue
+        yield summary, reader, frame
+
+
 def load_sweep(root: Path | str, late_frac: float = 0.25, all_columns: bool = False
                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Every run under `root`: (metrics: one row per run with label, seed, run (its path under root), status,
@@ -119,17 +135,9 @@ def load_sweep(root: Path | str, late_frac: float = 0.25, all_columns: bool = Fa
     problems). `all_columns`: every scalar the runs logged (compare's manipulation checks), else those the
     metrics need (the dashboard)."""
     root = Path(root)
-    loaded, problems = [], []
-    for summary in list_runs(root):
-        if summary.manifest is None:
-            problems.append(f"{summary.path}: {summary.problem}")
-            continue
-        try:
-            reader = RunReader(summary.path)
-            frame = reader.scalars(columns=None if all_columns else _COLUMNS)
-        except RunFormatError as e:
-            problems.append(str(e))
-            continue
+    loaded: list = []
+    problems: list[str] = []
+    for summary, reader, frame in readable_runs(root, problems, None if all_columns else _COLUMNS):
         problems += [str(p) for p in reader.problems]
         if frame.empty:
             problems.append(f"{summary.path}: no committed steps yet")

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dhpo_suite.runs import RunFormatError, RunReader, list_runs
-from dhpo_suite.science.compare import metrics_of, run_labels
+from dhpo_suite.science.compare import metrics_of, readable_runs, run_labels
 
 __all__ = ["COPIED", "RUNS_FILE", "SCALARS_FILE", "export", "is_kept", "load", "run_table"]
 
@@ -38,16 +37,7 @@ def is_kept(folder: Path) -> bool:
 def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
     """Write the kept-data folder of sweep `root` into `dest`; returns the problems met reading the runs."""
     rows, frames, problems, manifests = [], [], [], []
-    for summary in list_runs(root):
-        if summary.manifest is None:
-            problems.append(f"{summary.path}: {summary.problem}")
-            continue
-        try:
-            reader = RunReader(summary.path)
-            frame = reader.scalars()
-        except RunFormatError as e:
-            problems.append(str(e))
-            continue
+    for summary, reader, frame in readable_runs(root, problems):
         if frame.empty:
             continue
         m = reader.manifest
