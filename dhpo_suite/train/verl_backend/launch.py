@@ -8,18 +8,14 @@ The trainer's CLI (dhpo_suite/train/cli.py) forwards to `run`:
 `run` never raises for bad input: it prints one `error: ...` line to stderr and returns 2. `plan` is the
 same without printing (raises LaunchError), for programs and tests.
 
-What happens: overrides are generated from the frozen Preset and AlgorithmSettings (overrides.py), the
-user's overrides are appended, verl's own `ppo_trainer` config is composed with hydra and checked with
-verl's validation and dataclasses; the run directory gets its manifest (with the resolved config); then
-`python -m verl.trainer.main_ppo <overrides>` runs (Ray: a local instance, or the cluster `ray start`
-made, see docs/verl.md). Workers stream telemetry into the run directory; when verl exits the manifest's
-status is closed: completed, failed (non-zero exit) or interrupted (SIGTERM/SIGINT, see `supervise`).
-
-Steps: `steps` (`--steps N`), the preset's `total_training_steps` or a user override set
-`trainer.total_training_steps`; whenever one is set, `trainer.total_epochs` is raised to it (unless the
-user set it), because verl's loop also stops at the end of `total_epochs` and an epoch holds at least one
-step. verl saves (and the plugin exports to `<run>/checkpoints/`) at every `save_freq` and at the last step.
-With `VERL_PLATFORM=cpu` the CPU platform's overrides come before the user's (cpu_platform.py).
+What happens: overrides are generated from the frozen Preset and AlgorithmSettings (overrides.py), the user's
+are appended; verl's `ppo_trainer` config is composed with Hydra, checked by our start-up check (startup.py)
+and verl's validation; the run directory is locked and gets its manifest; then `python -m
+verl.trainer.main_ppo <overrides>` runs on Ray. When verl exits the manifest is closed: completed, failed, or
+interrupted (SIGTERM/SIGINT/SIGHUP, see `supervise`). Whenever a step count is set (`--steps N`, the preset's
+or `trainer.total_training_steps`), `trainer.total_epochs` is raised to it unless the user set it: verl's loop
+also stops at the end of `total_epochs`. With `VERL_PLATFORM=cpu` the CPU platform's overrides come before
+the user's (cpu_platform.py).
 """
 
 from __future__ import annotations
