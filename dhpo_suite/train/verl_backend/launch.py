@@ -12,7 +12,7 @@ What happens: overrides are generated from the frozen Preset and AlgorithmSettin
 are appended; verl's `ppo_trainer` config is composed with Hydra, checked by our start-up check (startup.py)
 and verl's validation; the run directory is locked and gets its manifest; then `python -m
 verl.trainer.main_ppo <overrides>` runs on Ray. When verl exits the manifest is closed: completed, failed, or
-interrupted (SIGTERM/SIGINT/SIGHUP, see `supervise`). Whenever a step count is set (`--steps N`, the preset's
+interrupted (SIGTERM/SIGINT/SIGHUP, supervise.py). Whenever a step count is set (`--steps N`, the preset's
 or `trainer.total_training_steps`), `trainer.total_epochs` is raised to it unless the user set it: verl's loop
 also stops at the end of `total_epochs`. With `VERL_PLATFORM=cpu` the CPU platform's overrides come before
 the user's (cpu_platform.py).
@@ -20,26 +20,18 @@ the user's (cpu_platform.py).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import signal
-import subprocess
 import sys
-import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from dhpo_suite.train.verl_backend.supervise import RUN_MARKER, supervise
+
 __all__ = ["LaunchError", "Plan", "plan", "run", "default_run_dir", "finish", "supervise", "RUN_MARKER"]
-
-RUN_MARKER = "DHPO_SUITE_VERL_RUN"
-"""Environment variable that every process of one launch inherits (verl's driver, Ray, its workers)."""
-GRACE_SECONDS = 30.0
-"""After SIGTERM/SIGINT, how long verl's driver gets to stop its Ray job before everything is killed."""
-
 
 class LaunchError(ValueError):
     """A bad algorithm, preset, override or input file (one line, names the culprit)."""
@@ -318,88 +310,3 @@ def finish(writer: Any, code: int, stopped_by: int | None) -> int:
         return 128 - code
     writer.close("completed" if code == 0 else "failed", None if code == 0 else f"verl exited with code {code}")
     return code
-
-
-HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-"""Signals that stop a launch cleanly (SIGHUP: the terminal closed)."""
-
-
-def supervise(command: Sequence[str], grace: float = GRACE_SECONDS,
-              env: dict[str, str] | None = None) -> tuple[int, int | None]:
-    """Run verl's driver to its end; (exit code, the signal that stopped it or None).
-
-    The driver runs in its own session with `RUN_MARKER` set, so every process of the launch (the driver,
-    the Ray instance it starts, Ray's workers) carries the marker. SIGTERM, SIGINT or SIGHUP to this process
-    is passed on as SIGINT, on which verl's driver unwinds (its `finally` closes TransferQueue, Ray shuts
-    down at exit); after `grace` seconds whatever is left is killed. In every case, processes still carrying
-    the marker once the driver is gone are ended (SIGTERM, then SIGKILL). `env`: added to the driver's.
-    """
-    marker = uuid.uuid4().hex
-    proc = subprocess.Popen(list(command), env={**os.environ, **(env or {}), RUN_MARKER: marker},
-                            start_new_session=True)
-    stopped: list[int] = []
-
-    def on_signal(signum, frame):
-        if not stopped:
-            stopped.append(signum)
-            _signal(proc.pid, signal.SIGINT)
-
-    handled = HANDLED if threading.current_thread() is threading.main_thread() else ()
-    previous = {s: signal.signal(s, on_signal) for s in handled}  # signals reach the main thread only
-    deadline = None
-    try:
-        while True:
-            try:
-                code = proc.wait(timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                if stopped:
-                    deadline = deadline or time.monotonic() + grace
-                    if time.monotonic() > deadline:  # the driver did not stop in time
-                        _signal(-proc.pid, signal.SIGKILL)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        end_marked_processes(marker)
-    return code, (stopped[0] if stopped else None)
-
-
-def _signal(pid: int, sig: int) -> None:
-    """os.kill, or os.killpg for a negative pid; a process that is already gone is fine."""
-    try:
-        os.killpg(-pid, sig) if pid < 0 else os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def marked_processes(marker: str) -> list:
-    """Live processes whose environment holds RUN_MARKER=marker (psutil.Process list)."""
-    import psutil
-
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get(RUN_MARKER) == marker:
-                found.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue
-    return found
-
-
-def end_marked_processes(marker: str, wait: float = 10.0) -> None:
-    """SIGTERM every process of the launch `marker`, SIGKILL those alive `wait` seconds later."""
-    import psutil
-
-    procs = marked_processes(marker)
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=wait)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(alive, timeout=wait)
