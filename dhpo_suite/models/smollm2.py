@@ -43,6 +43,11 @@ def smollm2_dir(cache: Path, log=print) -> Path:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
         _fix_special_tokens(model, tokenizer)
+        # dequantised on load, the weights are plain floats; transformers >= 5.1x refuses to save a model that
+        # still carries its GGUF quantizer
+        model.hf_quantizer = None
+        if getattr(model.config, "quantization_config", None) is not None:
+            del model.config.quantization_config
         tokenizer.save_pretrained(tmp)
         model.save_pretrained(tmp)  # last: its weights file marks the entry complete
 
