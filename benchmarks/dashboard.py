@@ -47,7 +47,7 @@ import psutil
 
 from dhpo_suite.dashboard.registry import PAGES
 from dhpo_suite.runs import eval_results as er
-from dhpo_suite.runs.synthetic import write_synthetic_run
+from dhpo_suite.testing.synthetic_runs import write_synthetic_run
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -1,7 +1,7 @@
 """Grading throughput: GraderPool (2 workers) vs single-process math-verify, side by side in one run.
 
 Items: for every real gold of the 7 test sets, an equivalent rewrite (numeric forms, thousands
-separators, scientific notation, spacing, list order; `dhpo_suite.grading.rewrites`) and a near
+separators, scientific notation, spacing, list order; `dhpo_suite.testing.grading_rewrites`) and a near
 miss, each wrapped in a model-like sentence. The baseline is plain math-verify in one process
 (`parse(response)`, `parse("\\\\boxed{gold}")`, `verify` with its default signal-based timeouts)
 under the same antlr4 4.13.2, run in a child interpreter. Also measured: worker start-up
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def build_items(quick: bool) -> list[tuple[str, list[str], str, bool]]:
     """(response, golds, bench, expected) for a rewrite and a near miss of each gold."""
-    from dhpo_suite.grading.rewrites import equivalent_rewrites, near_miss, responses
+    from dhpo_suite.testing.grading_rewrites import equivalent_rewrites, near_miss, responses
 
     bench_dir = Path(os.environ.get("DHPO_BENCHMARKS_DIR", ROOT.parent / "shared" / "benchmarks"))
     items = []

@@ -82,7 +82,7 @@ def fuzz(stride: int) -> None:
     import re
 
     from dhpo_suite.grading import GraderPool
-    from dhpo_suite.grading.rewrites import near_miss
+    from dhpo_suite.testing.grading_rewrites import near_miss
 
     bench_dir = Path(os.environ.get("DHPO_BENCHMARKS_DIR", ROOT.parent / "shared" / "benchmarks"))
     items = []

@@ -10,7 +10,7 @@
    wall and CPU time per step, each as a fraction of the training step (rollout + reward + update +
    telemetry, the trainer's own `time/*_s` columns). The step-time difference between the two runs is
    printed too; on a shared 2-core machine it is mostly noise. The W&B service process's CPU is sampled too.
-2. Export: a 1000-step synthetic run (runs.synthetic) mirrored with `export_run` to TensorBoard and to an
+2. Export: a 1000-step synthetic run (testing.synthetic_runs) mirrored with `export_run` to TensorBoard and to an
    offline W&B run; wall time of each.
 """
 
@@ -132,7 +132,7 @@ def overhead(root: Path, steps: int, repeats: int) -> None:
 
 
 def export_timing(root: Path, steps: int) -> None:
-    from dhpo_suite.runs.synthetic import write_synthetic_run
+    from dhpo_suite.testing.synthetic_runs import write_synthetic_run
     from dhpo_suite.tracking import export_run
 
     run = root / "runs" / f"synthetic-{steps}"

@@ -173,10 +173,18 @@ def test_grading_is_a_leaf():
 
 
 def test_runs_imports_only_itself():
-    # runs.synthetic scores its simulated tokens with the objective library and reduces them with the telemetry
-    # (both imported lazily, on use: writing a synthetic record needs torch); that is the one way out of runs/.
-    assert _imports_outside("dhpo_suite.runs") == {
-        "dhpo_suite.runs.synthetic": {"dhpo_suite.train.objectives", "dhpo_suite.train.telemetry"}}
+    # The run-directory format imports nothing else of the package (its test fixture, testing.synthetic_runs,
+    # lives outside it: it scores simulated tokens with the objective library and the telemetry).
+    assert _imports_outside("dhpo_suite.runs") == {}
+
+
+def test_nothing_in_the_product_imports_the_testing_harnesses():
+    # dhpo_suite.testing holds fixtures and harnesses for tests and benchmarks only (issue 28).
+    users = {m for area in ("dhpo_suite.runs", "dhpo_suite.train", "dhpo_suite.eval", "dhpo_suite.grading",
+                            "dhpo_suite.dashboard", "dhpo_suite.science", "dhpo_suite.tracking", "dhpo_suite.tasks",
+                            "dhpo_suite.models")
+             for m, out in _imports_outside(area).items() if any(o.startswith("dhpo_suite.testing") for o in out)}
+    assert users == set()
 
 
 def test_telemetry_imports_only_objectives_and_runs():

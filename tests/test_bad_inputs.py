@@ -60,7 +60,7 @@ def train_run(path: Path, recorded: int = 6, stored_steps: int = 6, algo: str = 
     """A run directory as the embedded trainer leaves it: a manifest with the resolved config, `recorded` steps
     of (synthetic) telemetry and the given complete checkpoints (each filled by its function)."""
     from dhpo_suite.runs import Manifest, RunWriter
-    from dhpo_suite.runs.synthetic import synthetic_record
+    from dhpo_suite.testing.synthetic_runs import synthetic_record
     from dhpo_suite.train.embedded.config import TrainConfig
 
     cfg = TrainConfig(algo=algo, steps=stored_steps, out=str(path))
@@ -122,7 +122,7 @@ def _eval(tmp: Path, *extra: str) -> list[str]:
 
 
 def _synthetic_run(tmp: Path) -> Path:
-    from dhpo_suite.runs.synthetic import write_synthetic_run
+    from dhpo_suite.testing.synthetic_runs import write_synthetic_run
 
     return write_synthetic_run(tmp / "synthetic", steps=3, prompts=2, group_size=2, max_len=8)
 

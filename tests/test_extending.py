@@ -14,7 +14,7 @@ import dhpo_suite.dashboard
 from dhpo_suite.dashboard import registry
 from dhpo_suite.dashboard.controls import RUNS_DIR_ENV
 from dhpo_suite.eval import benchmarks
-from dhpo_suite.runs.synthetic import write_synthetic_run
+from dhpo_suite.testing.synthetic_runs import write_synthetic_run
 
 NEW_PAGE = '''"""Steps: how many steps each selected run has logged."""
 

@@ -10,7 +10,7 @@ from tests.dashboard.fixture_runs import BENCHES, write_eval_dir
 from dhpo_suite.dashboard import data
 from dhpo_suite.runs import RunReader
 from dhpo_suite.runs import eval_results as er
-from dhpo_suite.runs.synthetic import write_synthetic_run
+from dhpo_suite.testing.synthetic_runs import write_synthetic_run
 
 
 @pytest.fixture(scope="module")

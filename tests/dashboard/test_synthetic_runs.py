@@ -1,4 +1,4 @@
-"""Every page on runs shaped exactly like real ones (dhpo_suite.runs.synthetic), one per algorithm of its
+"""Every page on runs shaped exactly like real ones (dhpo_suite.testing.synthetic_runs), one per algorithm of its
 registry: branches without a trust region (gspo's token branch, sapo), one-sided regions (cispo), no mixing
 weight (baselines) must all open without an error, and the heatmap marks exactly the recorded trust region."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dhpo_suite.dashboard.registry import PAGES
-from dhpo_suite.runs.synthetic import ALGO_BOUNDS, write_synthetic_run
+from dhpo_suite.testing.synthetic_runs import ALGO_BOUNDS, write_synthetic_run
 from tests.dashboard.dash_helpers import figure, figures, no_errors, open_page
 
 

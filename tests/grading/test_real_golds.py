@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dhpo_suite.grading import GraderPool
-from dhpo_suite.grading.rewrites import equivalent_rewrites, near_miss, responses
+from dhpo_suite.testing.grading_rewrites import equivalent_rewrites, near_miss, responses
 
 from .conftest import BENCHES, load_bench
 

@@ -18,7 +18,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from dhpo_suite.runs import RunWriter
-    from dhpo_suite.runs.synthetic import synthetic_manifest, synthetic_record
+    from dhpo_suite.testing.synthetic_runs import synthetic_manifest, synthetic_record
     run_dir, compact_every = sys.argv[1], int(sys.argv[2])
     records = [synthetic_record(s, "dhpo-e", s, max_len=64, prompts=4, group_size=4) for s in range(4)]
     w = RunWriter(run_dir, synthetic_manifest("dhpo-e", max_len=64), compact_every=compact_every)
@@ -63,7 +63,7 @@ def test_sigkill_mid_run_leaves_every_completed_step(tmp_path, delay):
 
 def test_leftovers_of_a_killed_step_are_ignored(tmp_path):
     from dhpo_suite.runs import RunWriter
-    from dhpo_suite.runs.synthetic import synthetic_manifest, synthetic_record
+    from dhpo_suite.testing.synthetic_runs import synthetic_manifest, synthetic_record
 
     run = tmp_path / "run"
     w = RunWriter(run, synthetic_manifest("grpo"))
@@ -90,7 +90,7 @@ def test_reading_a_live_run_while_it_compacts(tmp_path):
     import threading
 
     from dhpo_suite.runs import RunWriter, StepRecord
-    from dhpo_suite.runs.synthetic import synthetic_manifest
+    from dhpo_suite.testing.synthetic_runs import synthetic_manifest
 
     run = tmp_path / "run"
     w = RunWriter(run, synthetic_manifest("grpo"), compact_every=2, fsync=False)

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from dhpo_suite.runs import RunFormatError, RunReader, RunWriter, list_runs
-from dhpo_suite.runs.synthetic import synthetic_manifest, synthetic_record
+from dhpo_suite.testing.synthetic_runs import synthetic_manifest, synthetic_record
 
 
 @pytest.fixture

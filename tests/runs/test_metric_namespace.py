@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from dhpo_suite.runs.metrics import BRANCHES, METRICS
-from dhpo_suite.runs.synthetic import ALGO_BOUNDS, synthetic_record
+from dhpo_suite.testing.synthetic_runs import ALGO_BOUNDS, synthetic_record
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "run-format.md"
 

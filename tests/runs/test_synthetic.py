@@ -10,7 +10,7 @@ import torch
 
 from dhpo_suite.runs import RunReader, TelemetrySpec
 from dhpo_suite.runs.records import SAMPLE_OPTIONAL
-from dhpo_suite.runs.synthetic import ALGO_BOUNDS, synthetic_record, write_synthetic_run
+from dhpo_suite.testing.synthetic_runs import ALGO_BOUNDS, synthetic_record, write_synthetic_run
 from dhpo_suite.train.objectives import get_objective
 from dhpo_suite.train.telemetry import TelemetryAccumulator
 
@@ -60,7 +60,7 @@ def test_write_synthetic_run_with_collapse(tmp_path):
 def test_runs_package_does_not_import_torch():
     """Reading and writing runs never needs torch; only writing a synthetic record does (it calls the
     objective library, so no formula is repeated outside it)."""
-    code = ("import sys, dhpo_suite.runs, dhpo_suite.runs.synthetic;"
+    code = ("import sys, dhpo_suite.runs, dhpo_suite.testing.synthetic_runs;"
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -68,7 +68,7 @@ def test_runs_package_does_not_import_torch():
 def test_synthetic_steps_are_the_library_objective():
     """What a synthetic step records is the library's own output on its simulated tokens, e.g. DHPO-E's
     w = 0.5 on a constant-entropy response (the numpy copy this replaced gave 0)."""
-    from dhpo_suite.runs import synthetic
+    from dhpo_suite.testing import synthetic_runs as synthetic
 
     rng = np.random.default_rng(0)
     n, T = 2, 6

@@ -19,8 +19,8 @@ def offline_wandb(monkeypatch, tmp_path):
 
 @pytest.fixture
 def synthetic_run(tmp_path):
-    """synthetic_run(steps, algo) -> a run directory written by runs.synthetic (the trainer's real format)."""
-    from dhpo_suite.runs.synthetic import write_synthetic_run
+    """synthetic_run(steps, algo) -> a run directory written by testing.synthetic_runs (the trainer's real format)."""
+    from dhpo_suite.testing.synthetic_runs import write_synthetic_run
 
     def make(steps: int = 12, algo: str = "dhpo-e", name: str = "run"):
         path = tmp_path / "runs" / name

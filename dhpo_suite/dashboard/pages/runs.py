@@ -4,7 +4,7 @@ entropy and length, last evaluation, collapse step), and one link per researcher
 import pandas as pd
 import streamlit as st
 
-from dhpo_suite.dashboard import controls, data, frames
+from dhpo_suite.dashboard import controls, data
 from dhpo_suite.dashboard.collapse import detect_collapse, verdict
 from dhpo_suite.dashboard.registry import PAGE_DIR, QUESTIONS
 

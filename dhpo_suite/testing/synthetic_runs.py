@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .manifest import Manifest
-from .records import StepRecord
-from .telemetry_spec import TelemetrySpec
-from .writer import RunWriter
+from dhpo_suite.runs.manifest import Manifest
+from dhpo_suite.runs.records import StepRecord
+from dhpo_suite.runs.telemetry_spec import TelemetrySpec
+from dhpo_suite.runs.writer import RunWriter
 
 __all__ = ["write_synthetic_run", "synthetic_record", "synthetic_manifest", "ALGOS", "ALGO_BOUNDS"]
 
