@@ -31,6 +31,20 @@ from typing import Any, Callable
 
 import torch
 
+from dhpo_suite.grading import GraderPool
+from dhpo_suite.models.local import load_model
+from dhpo_suite.runs import RunReader
+from dhpo_suite.tasks import get_task
+from dhpo_suite.train.embedded.checkpoint import read_trainer_state
+from dhpo_suite.train.embedded.config import TrainConfig
+from dhpo_suite.train.embedded.loop import step_prompts
+from dhpo_suite.train.embedded.reward import grade_rewards
+from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
+from dhpo_suite.train.objectives import get_objective, group_advantages
+from dhpo_suite.train.telemetry import clip_flags
+from dhpo_suite.train.telemetry.kept import kept_share
+
 __all__ = ["ARMS", "Arm", "FORMAT_VERSION", "main", "merge", "probe_checkpoint", "probe_run"]
 
 FORMAT_VERSION = 1
@@ -77,18 +91,12 @@ def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _load(path: Path) -> _State:
-    from dhpo_suite.models.local import load_model
-    from dhpo_suite.train.embedded.checkpoint import read_trainer_state
-
     model, tokenizer = load_model(path, safetensors_only=True)
     return _State(model, tokenizer, read_trainer_state(path))
 
 
 def _heldout_tokens(st: _State, cfg: Any, task: Any, n: int, max_new: int) -> tuple[Any, torch.Tensor]:
     """n held-out responses sampled once from the checkpoint's policy, and their log π_before (valid tokens)."""
-    from dhpo_suite.train.embedded.rollout import encode_prompts, sample
-    from dhpo_suite.train.embedded.update import old_logprobs
-
     problems = task.make_problems(n, seed=cfg.seed, split="test")
     prompts = encode_prompts(st.tokenizer, [task.messages(p) for p in problems])
     roll = sample(st.model, st.tokenizer, prompts, 1, max_new, temperature=cfg.temperature, seed=cfg.seed + 13)
@@ -98,12 +106,6 @@ def _heldout_tokens(st: _State, cfg: Any, task: Any, n: int, max_new: int) -> tu
 def _rollout(st: _State, cfg: Any, task: Any, problems: list[dict], step: int, seed: int, pool: Any,
              max_new: int) -> Any:
     """The step's batch (rollout, log π_old, advantages) with sampling seed `seed`."""
-    from dhpo_suite.train.embedded.loop import step_prompts
-    from dhpo_suite.train.embedded.reward import grade_rewards
-    from dhpo_suite.train.embedded.rollout import encode_prompts, sample
-    from dhpo_suite.train.embedded.update import StepBatch, old_logprobs
-    from dhpo_suite.train.objectives import group_advantages
-
     batch = step_prompts(problems, cfg.prompts_per_step, cfg.seed, step)
     prompts = encode_prompts(st.tokenizer, [task.messages(p) for p in batch])
     roll = sample(st.model, st.tokenizer, prompts, cfg.group_size, max_new, temperature=cfg.temperature, seed=seed)
@@ -114,9 +116,6 @@ def _rollout(st: _State, cfg: Any, task: Any, problems: list[dict], step: int, s
 
 def _one_update(st: _State, cfg: Any, arm: Arm, batch: Any, heldout: Any, before: torch.Tensor) -> tuple[torch.Tensor, dict]:
     """Δ log π on the held-out tokens after one RL step of `arm` from the checkpoint's full trainer state."""
-    from dhpo_suite.train.embedded.update import old_logprobs, ppo_update
-    from dhpo_suite.train.objectives import get_objective
-
     model = copy.deepcopy(st.model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)  # only steps after the update
@@ -142,9 +141,6 @@ class _Kept:
         self.tokens, self.binding, self.kept = 0, 0, 0.0
 
     def add_update(self, output: Any, **_: Any) -> None:
-        from dhpo_suite.train.telemetry import clip_flags
-        from dhpo_suite.train.telemetry.kept import kept_share
-
         mask = output.response_mask.bool()
         acted = torch.zeros_like(mask)
         for br in output.branches.values():
@@ -163,10 +159,6 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
                      pool: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Every arm's one-step update from checkpoint `step` of `run_dir` (the next step's rollout), against the
     reference arm (arms[0]) and the second-rollout yardstick. Returns the checkpoint's entry of the JSON file."""
-    from dhpo_suite.runs import RunReader
-    from dhpo_suite.tasks import get_task
-    from dhpo_suite.train.embedded.config import TrainConfig
-
     cfg = TrainConfig(**{k: v for k, v in RunReader(run_dir).manifest.config.items() if not k.startswith("_")})
     ckpts = RunReader(run_dir).checkpoints()
     if step not in ckpts:
@@ -214,9 +206,6 @@ def _informative(batch: Any) -> float:
 def probe_run(run_dir: Path, steps: list[int] | None = None, *, arms: tuple[Arm, ...] = ARMS, heldout: int = 64,
               log: Callable[[str], None] = print) -> dict[str, Any]:
     """`probe_checkpoint` at each of `steps` (default: every complete checkpoint but the last); the file's dict."""
-    from dhpo_suite.grading import GraderPool
-    from dhpo_suite.runs import RunReader
-
     reader = RunReader(run_dir)
     steps = steps or sorted(reader.checkpoints())[:-1] or sorted(reader.checkpoints())
     t0 = time.perf_counter()

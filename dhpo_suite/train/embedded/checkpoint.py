@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from dhpo_suite.runs import RunReader
 from dhpo_suite.train.embedded.state_check import CheckpointError, check_against_model, check_state, python_rng
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ def save_checkpoint(writer: RunWriter, step: int, model: PreTrainedModel, tokeni
 
 def complete_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """(step, path) of every complete checkpoint, newest first."""
-    from dhpo_suite.runs import RunReader
-
     return sorted(RunReader(run_dir).checkpoints().items(), reverse=True)
 
 

@@ -9,19 +9,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from dhpo_suite.models import local, smollm2
+from dhpo_suite.models.local import load_model
+from dhpo_suite.runs.format import MANIFEST, RunFormatError, manifest_path
+from dhpo_suite.runs.lock import LOCK_FILE, DirLock, LockHeld
+from dhpo_suite.runs.manifest import Manifest, read_manifest
+from dhpo_suite.runs.reader import RunReader
+from dhpo_suite.runs.telemetry_spec import TelemetrySpec
+from dhpo_suite.runs.writer import RunWriter
+from dhpo_suite.tasks import Task, get_task
+from dhpo_suite.train.embedded import checkpoint as ckpt
+from dhpo_suite.train.embedded.checkpoint import CheckpointError, Restored, read_trainer_state, save_checkpoint
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
+from dhpo_suite.train.embedded.reward import heldout_reward
+from dhpo_suite.train.embedded.sft import warm_started_tiny_model
 from dhpo_suite.train.embedded.trainer import Trainer, TrainResult
+from dhpo_suite.train.objectives import get_objective
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: transformers and the grader pool are loaded by the modules that use them
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from dhpo_suite.grading import GraderPool
-    from dhpo_suite.runs.lock import DirLock
-    from dhpo_suite.runs.reader import RunReader
-    from dhpo_suite.runs.writer import RunWriter
-    from dhpo_suite.tasks import Task
-    from dhpo_suite.train.embedded.checkpoint import Restored
 
     AccuracyFn = Callable[[PreTrainedModel, PreTrainedTokenizerBase], float]
 
@@ -36,9 +46,6 @@ _RESUME_MAY_CHANGE = ("steps", "threads", "grader_workers", "resume", "out", "ch
 def run_dir_for(cfg: TrainConfig) -> Path:
     """The run directory: --out, or runs/<algo>-<task>-<UTC time>. A new run never reuses a directory
     (an empty one is fine); --resume needs one that holds a run."""
-    from dhpo_suite.runs.format import MANIFEST, manifest_path
-    from dhpo_suite.runs.lock import LOCK_FILE
-
     if cfg.out is not None:
         out = Path(cfg.out).expanduser()
     else:
@@ -61,8 +68,6 @@ def writer_lock(run_dir: Path, log: Callable[[str], None]) -> DirLock:
 
     ConfigError("out") when the directory cannot be created or written, or another writer holds it.
     """
-    from dhpo_suite.runs.lock import DirLock, LockHeld
-
     lock = DirLock(run_dir)
     try:
         lock.acquire()
@@ -100,11 +105,7 @@ def resumed_config(cfg: TrainConfig, stored: dict, explicit: set[str] | frozense
 
 def resolve_model_dir(cfg: TrainConfig, task: Task, accuracy_fn: AccuracyFn, log: Callable[[str], None]) -> Path:
     """'tiny' -> the cached SFT warm-started tiny model; 'smollm2-135m' -> the converted GGUF; else a checked dir."""
-    from dhpo_suite.models import local, smollm2
-
     if cfg.model == "tiny":
-        from dhpo_suite.train.embedded.sft import warm_started_tiny_model
-
         return warm_started_tiny_model(cache_dir(), task, target=cfg.sft_target, max_steps=cfg.sft_max_steps,
                                        seed=cfg.seed, accuracy_fn=accuracy_fn, stop_test=sft_stop_test(cfg, task),
                                        log=log)
@@ -121,10 +122,6 @@ def prepare(cfg: TrainConfig, explicit: set[str] | frozenset[str] | None = None)
 
     Resuming with --steps below the steps the run already recorded is an error (they would be orphaned).
     """
-    from dhpo_suite.runs.format import RunFormatError
-    from dhpo_suite.runs.manifest import read_manifest
-    from dhpo_suite.runs.reader import RunReader
-
     run_dir = run_dir_for(cfg)
     if cfg.resume:
         try:
@@ -155,8 +152,6 @@ def _check_precision(cfg: TrainConfig, stored: str) -> None:
 
 
 def _check_tiny_task(cfg: TrainConfig) -> None:
-    from dhpo_suite.tasks import get_task
-
     if cfg.model == "tiny" and "solution" not in get_task(cfg.task).make_problems(1, seed=0)[0]:
         raise ConfigError("task", f"the tiny model's warm-start needs reference solutions; {cfg.task!r} has none "
                                   f"(use an arithmetic task, or --model smollm2-135m / a model directory)")
@@ -166,13 +161,8 @@ def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]) 
     """When resuming a run whose last complete checkpoint is its final step: nothing to train. Say so with the
     run's recorded figures, mark it completed if a kill left it "running", and return its TrainResult;
     otherwise None."""
-    from dhpo_suite.runs.manifest import read_manifest
-    from dhpo_suite.runs.reader import RunReader
-    from dhpo_suite.runs.writer import RunWriter
-
     if not cfg.resume:
         return None
-    from dhpo_suite.train.embedded.checkpoint import CheckpointError, read_trainer_state
 
     reader = RunReader(run_dir)
     last = max(reader.checkpoints(), default=0)
@@ -214,8 +204,6 @@ def sft_stop_test(cfg: TrainConfig, task: Task) -> dict[str, Any]:
 
 def sft_accuracy_fn(cfg: TrainConfig, task: Task, pool: GraderPool) -> AccuracyFn:
     """accuracy(model, tokenizer): sampled accuracy on 64 held-out problems (the warm-start's stop test)."""
-    from dhpo_suite.train.embedded.reward import heldout_reward
-
     t = sft_stop_test(cfg, task)
     problems = task.make_problems(t["problems"], seed=t["problem_seed"], split="test")
     return lambda m, tok: heldout_reward(m, tok, task, problems, pool, max_new_tokens=t["max_new_tokens"],
@@ -227,9 +215,6 @@ def restore(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> Rest
 
     None for a new run or a run without a complete checkpoint; ConfigError("resume") when none loads.
     """
-    from dhpo_suite.models.local import load_model
-    from dhpo_suite.train.embedded import checkpoint as ckpt
-
     if not cfg.resume:
         return None
     try:
@@ -242,13 +227,6 @@ def build(cfg: TrainConfig, run_dir: Path, pool: GraderPool, log: Callable[[str]
           last: Restored | None = None) -> Trainer:
     """The Trainer: model, tokenizer, objective, optimizer, problems, the run's manifest; `last` (from
     `restore`): the checkpoint to continue (its model, optimizer, scheduler and RNG state)."""
-    from dhpo_suite.models.local import load_model
-    from dhpo_suite.runs.telemetry_spec import TelemetrySpec
-    from dhpo_suite.runs.manifest import Manifest
-    from dhpo_suite.tasks import get_task
-    from dhpo_suite.train.embedded import checkpoint as ckpt
-    from dhpo_suite.train.objectives import get_objective
-
     task = get_task(cfg.task)
     max_new = cfg.max_new_tokens or task.max_new_tokens
     objective = get_objective(cfg.algo, **cfg.objective_hparams())
@@ -284,8 +262,6 @@ def build(cfg: TrainConfig, run_dir: Path, pool: GraderPool, log: Callable[[str]
 
 def stored_initial(run_dir: Path) -> float | None:
     """The held-out reward before training, as recorded in step 1 of a run being resumed."""
-    from dhpo_suite.runs.reader import RunReader
-
     frame = RunReader(run_dir).scalars()
     col = "eval/heldout_reward_initial"
     if col not in frame or frame[col].dropna().empty:
@@ -295,8 +271,6 @@ def stored_initial(run_dir: Path) -> float | None:
 
 def checkpoint(writer: RunWriter, t: Trainer, step: int) -> Path:
     """Save step `step`'s model, tokenizer and trainer state (checkpoint.save_checkpoint)."""
-    from dhpo_suite.train.embedded.checkpoint import save_checkpoint
-
     return save_checkpoint(writer, step, t.model, t.tokenizer, t.optimizer, t.scheduler, t.generator)
 
 
@@ -308,8 +282,6 @@ class progress_bar:
 
     def __enter__(self) -> "progress_bar":
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
             self._p = Progress(TextColumn("[bold]RL[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                TextColumn("{task.fields[info]}"))
             self._p.__enter__()

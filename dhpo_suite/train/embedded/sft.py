@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from dhpo_suite.models import tiny
 from dhpo_suite.models.cache_entry import built_once
+from dhpo_suite.models.tiny import build_tiny_model
 from dhpo_suite.train.embedded.rollout import encode_prompts
 
 if TYPE_CHECKING:
@@ -73,8 +75,6 @@ def sft_warm_start(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
 def _recipe_key(task_name: str, target: float, max_steps: int, seed: int, stop_test: dict[str, Any]) -> str:
     """The cache key: the recipe, the model shape, and what the stop test measures (a warm-start stopped by
     accuracy at another temperature or token budget is another model)."""
-    from dhpo_suite.models import tiny
-
     spec = dict(SFT_RECIPE, task=task_name, target=target, max_steps=max_steps, seed=seed, shape=tiny.TINY_SHAPE,
                 vocab=tiny.VOCAB_SIZE, tiny_version=tiny.VERSION, stop_test=stop_test)
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
@@ -100,8 +100,6 @@ def _build(tmp: Path, final: Path, task: Task, *, target: float, max_steps: int,
            accuracy_fn: Callable[[PreTrainedModel, PreTrainedTokenizerBase], float], stop_test: dict[str, Any],
            log: Callable[[str], None]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from dhpo_suite.models.tiny import build_tiny_model
 
     build_tiny_model(tmp, seed=seed)
     tokenizer = AutoTokenizer.from_pretrained(tmp)
