@@ -58,3 +58,30 @@ def test_the_setting_names_the_model_the_sweep_trained():
     assert reproduction.model_of(["--steps", "30"]).startswith("tiny Qwen3")
     assert reproduction.model_of(["--model", "smollm2-135m", "--lr", "1e-5"]).startswith("SmolLM2-135M-Instruct")
     assert reproduction.model_of(["--model", "/m/qwen"]).startswith("model `/m/qwen`")
+
+
+def _committed_reports() -> list[Path]:
+    """The reports in docs/ that name their kept data: they start with the commands that made them, and the
+    last one regenerates them from it."""
+    return sorted(p for p in (ROOT / "docs").rglob("*.md") if p.read_text().startswith("# Reproduction")
+                  and "benchmarks/reproduction.py --from-data docs/" in p.read_text())
+
+
+def test_the_committed_reports_regenerate_from_their_committed_data(tmp_path):
+    # issue 26: a report is only as good as the data behind it. Each committed report's own last command, run in a
+    # copy of docs/ (no run directory anywhere), gives the committed bytes back: text and figures.
+    reports = _committed_reports()
+    assert reports, "no committed report names its kept data"
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    for report in reports:
+        doc = report.read_text()
+        line = next(ln for ln in doc.splitlines() if "benchmarks/reproduction.py --from-data docs/" in ln)
+        args = line.split("benchmarks/reproduction.py ", 1)[1].split()
+        figures = Path(args[args.index("--figures") + 1])
+        (tmp_path / report.relative_to(ROOT)).unlink()
+        shutil.rmtree(tmp_path / figures)
+        run(*args, cwd=tmp_path)
+        rel = report.relative_to(ROOT)
+        assert (tmp_path / rel).read_text() == doc, rel
+        assert ({p.name: p.read_bytes() for p in (tmp_path / figures).glob("*.png")} ==
+                {p.name: p.read_bytes() for p in (ROOT / figures).glob("*.png")}), figures
