@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
+import ipaddress
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -60,9 +63,6 @@ def check_address(port: int, address: str) -> str | None:
     Checked by binding a socket there (then closing it), so a malformed address, one this machine does not
     have, and a port already in use are all caught before Streamlit starts.
     """
-    import ipaddress
-    import socket
-
     if not 1 <= port <= 65535:
         return f"--port: must be an integer from 1 to 65535, got {port}"
     try:
@@ -88,6 +88,4 @@ def check_address(port: int, address: str) -> str | None:
 
 
 def _has_module(name: str) -> bool:
-    import importlib.util
-
     return importlib.util.find_spec(name) is not None

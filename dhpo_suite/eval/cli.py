@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
 import typer
+from click.core import ParameterSource
+from rich.console import Console
 
 __all__ = ["register"]
 
@@ -160,10 +163,7 @@ def register(app: typer.Typer) -> None:
         regrade: bool = typer.Option(False, help="Re-grade stored responses; no generation, no model load."),
         in_process: bool = typer.Option(False, hidden=True, help="--run: all checkpoints in this process."),
     ) -> None:
-        import os
-
         os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout: the results tables only
-        from rich.console import Console
 
         from dhpo_suite.eval.benchmarks import resolve_benches
         from dhpo_suite.eval.engine import EngineOptions
@@ -208,8 +208,6 @@ def register(app: typer.Typer) -> None:
 
 def _protocol_sampling(ctx, protocol: str, temperature: float, top_p: float) -> tuple[float, float]:
     """--temperature/--top-p as given, else the protocol's (simplerl: SimpleRL's README command's)."""
-    from click.core import ParameterSource
-
     from dhpo_suite.eval.protocols import get_protocol
 
     p = get_protocol(protocol)

@@ -8,9 +8,12 @@ n samples per problem; stop ids are the model's own (dhpo_suite.eval.prompts.sto
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 if TYPE_CHECKING:
@@ -73,9 +76,6 @@ def _on_cpu() -> bool:
 
 def _checkpoint_dtype(model: str) -> str:
     """"float32" for a float32 checkpoint (config.json `dtype` / `torch_dtype`), else vLLM's "auto"."""
-    import json
-    from pathlib import Path
-
     try:
         config = json.loads((Path(model) / "config.json").read_text())
     except (OSError, ValueError):
@@ -179,8 +179,6 @@ class Engine:
 
     def close(self) -> None:
         """Free the engine (before loading the next checkpoint)."""
-        import gc
-
         del self.llm
         gc.collect()
         try:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
 __all__ = ["headline_table", "detail_table", "progress_bars"]
 
 
@@ -14,8 +17,6 @@ def _pct(x: float) -> str:
 
 def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline per benchmark"):
     """One row per model/checkpoint, one column per benchmark (its headline, e.g. avg@32) and AVG."""
-    from rich.table import Table
-
     from dhpo_suite.eval.benchmarks import paper_order
 
     benches = paper_order(b for s in rows.values() for b in s["benchmarks"])
@@ -35,8 +36,6 @@ def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline p
 def detail_table(summary: dict, title: str = "Details"):
     """Per benchmark: headline, best pass@k and maj@k, lengths, truncation and boxed rates, grader trouble,
     samples skipped (never generated)."""
-    from rich.table import Table
-
     from dhpo_suite.eval.benchmarks import paper_order
 
     table = Table(title=title)
@@ -57,9 +56,6 @@ def detail_table(summary: dict, title: str = "Details"):
 @contextmanager
 def progress_bars(console=None) -> Iterator:
     """Yields `progress(name, total, done) -> advance(k)` drawing one rich bar per benchmark."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-
     bars = Progress(TextColumn("{task.description:>14}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("samples"), TimeElapsedColumn(), TimeRemainingColumn(), console=console)
 

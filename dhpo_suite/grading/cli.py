@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from dhpo_suite.jsonl import iter_jsonl
 
@@ -120,8 +121,6 @@ def _golds(row: dict) -> list[str]:
 
 
 def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: float):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     from dhpo_suite.grading.pool import GraderPool
 
     items = [{"response": row["response"], "gold": _golds(row), "bench": row.get("bench") or bench,

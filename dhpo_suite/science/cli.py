@@ -7,7 +7,11 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
 
 __all__ = ["register"]
 
@@ -76,8 +80,6 @@ def register(app: typer.Typer) -> None:
                                               "scalars.csv.gz, metrics.csv, sweep/prereg/update-distance files) "
                                               "here: the few MB a report is regenerated from."),
     ) -> None:
-        from rich.console import Console
-
         from dhpo_suite.runs.out_paths import dir_problem, file_problem
         from dhpo_suite.science import compare as cmp
         from dhpo_suite.science import kept
@@ -134,8 +136,6 @@ def _descriptive(console, metrics, baseline: str) -> None:
 
 
 def _registered(console, a) -> None:
-    from rich.table import Table
-
     from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows
 
     console.print(f"pre-registration: {a.source / 'prereg.json'} (sha256 {a.prereg.sha256[:12]}…, registered in "
@@ -216,8 +216,6 @@ def _digest(data: bytes) -> str:
 def _check_train_args(algos, clips, seed: int, train_args: list[str]) -> int:
     """Parse the pass-through options as `dhpo-suite train` would and validate one config per objective
     (errors name the option, as train's do). Returns the steps each run will take."""
-    import click
-
     from dhpo_suite.train import sweep as sw
     from dhpo_suite.train.cli import register as register_train
     from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
@@ -260,8 +258,6 @@ class _Bar:
 
     def __enter__(self) -> "_Bar":
         if self.enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
             self._p = Progress(TextColumn("[bold]sweep[/] {task.fields[runs]}"), BarColumn(),
                                TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
                                TimeRemainingColumn(), TextColumn("{task.fields[info]}"))

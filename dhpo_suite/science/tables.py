@@ -6,6 +6,7 @@ import math
 import re
 
 import pandas as pd
+from rich.table import Table
 
 from dhpo_suite.science.compare import METRIC_DOCS, Interval
 
@@ -43,8 +44,6 @@ def _rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 def interval_table(frame: pd.DataFrame, title: str):
     """A rich Table of summarize() or paired_differences() output, with the metric definitions as caption."""
-    from rich.table import Table
-
     header, rows = _rows(frame)
     table = Table(title=title, caption="; ".join(f"{_HEADERS[k]}: {v}" for k, v in METRIC_DOCS.items()), caption_justify="left")
     for h in header:

@@ -22,10 +22,14 @@ On CPU it uses the "cpu" verl platform (gloo, fp32); on CUDA verl's own platform
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+import resource
 import socket
 import time
+import traceback
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 from dhpo_suite.train.verl_backend.overrides import compose
@@ -211,8 +215,6 @@ def _params(worker):
 
 
 def _peak_memory(device: str) -> float:
-    import resource
-
     import torch
 
     if device == "cuda":
@@ -231,8 +233,6 @@ def _worker(case: LocalCase):
 
 def _use_objective(worker, case: LocalCase, objective: str):
     """Point the worker's loss at `objective` through verl's own set_loss_fn; returns the actor config."""
-    from functools import partial
-
     from verl.utils.config import omega_conf_to_dataclass
     from verl.workers import engine_workers
 
@@ -349,7 +349,6 @@ def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
     try:
         queue.put((rank, run_local(case, rank, world), None))
     except BaseException as e:  # the parent reports it; a silent child would hang the test
-        import traceback
 
         queue.put((rank, None, "".join(traceback.format_exception(e))))
         raise
@@ -365,8 +364,6 @@ def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
 
 def run_distributed(case: LocalCase, world: int = 2, timeout: float = 600.0) -> list[list[dict[str, Any]]]:
     """Run `case` in `world` fresh processes (spawned); returns each rank's results, rank order."""
-    import multiprocessing as mp
-
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.progress import Progress
 
 __all__ = ["register"]
 
@@ -25,9 +27,6 @@ def register(app: typer.Typer) -> None:
         project: str = typer.Option("dhpo-suite", "--project", help="W&B project."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     ) -> None:
-        from rich.console import Console
-        from rich.progress import Progress
-
         from dhpo_suite.runs import RunFormatError
         from dhpo_suite.runs.out_paths import dir_problem
         from dhpo_suite.tracking.export import export_run

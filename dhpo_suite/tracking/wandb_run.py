@@ -8,9 +8,11 @@ Offline (`WANDB_MODE=offline`, or no API key configured) needs no account and no
 
 from __future__ import annotations
 
+import netrc
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from dhpo_suite.runs import StepRecord
 
@@ -27,8 +29,6 @@ def default_mode() -> str:
         return mode
     if os.environ.get("WANDB_API_KEY"):
         return "online"
-    import netrc
-    from urllib.parse import urlparse
 
     host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
     try:

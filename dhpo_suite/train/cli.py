@@ -10,9 +10,11 @@ for the same key must agree). The extra `key=value` arguments are forwarded as H
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NoReturn, Optional
 
 import typer
+from rich.console import Console
 
 from dhpo_suite.train.embedded.config import NAMED_HPARAMS, ConfigError, TrainConfig
 
@@ -105,8 +107,6 @@ def _given(ctx: typer.Context) -> frozenset[str]:
 
 def _stored_algo(out: str) -> str | None:
     """The objective of the run in `out` (None when there is no readable run: resuming reports that)."""
-    from pathlib import Path
-
     from dhpo_suite.runs import RunFormatError, read_manifest
 
     try:
@@ -139,8 +139,6 @@ def _fail(message: str) -> NoReturn:
 
 
 def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str]) -> None:
-    from rich.console import Console
-
     from dhpo_suite.models.local import ModelDirError
     from dhpo_suite.train.embedded import ConfigError, train
 
@@ -154,8 +152,6 @@ def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str
 
 def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], steps: int | None = None) -> int:
     """Forward to the verl backend; embedded-only options set away from their defaults are an error."""
-    from pathlib import Path
-
     default = TrainConfig()
     embedded_only = [k for k in _DOC if k not in _VERL_FORWARDED and getattr(cfg, k) != getattr(default, k)]
     if embedded_only:

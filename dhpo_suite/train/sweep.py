@@ -15,6 +15,7 @@ algorithms at a shared seed are paired.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -211,8 +212,6 @@ def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the sweep dies (even by SIGKILL), so a re-run never finds a
     cell still being written by an orphan. The run's grader workers exit when their pipe closes."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 

@@ -6,6 +6,8 @@ the field. The resolved config (and the objective's resolved hyper-parameters) g
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -202,9 +204,6 @@ class TrainConfig:
     @classmethod
     def field_docs(cls) -> dict[str, str]:
         """Field name -> its one-line docstring (used by the CLI's help)."""
-        import ast
-        import inspect
-
         class_def = ast.parse(inspect.getsource(cls)).body[0]
         assert isinstance(class_def, ast.ClassDef)
         body = class_def.body

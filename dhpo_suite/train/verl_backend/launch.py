@@ -20,12 +20,14 @@ the user's (cpu_platform.py).
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import signal
 import sys
 import time
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -161,8 +163,6 @@ def plan(
 
 def _override_error(e: BaseException) -> str:
     """Hydra's composition error as one line with the full key (its root cause names only the last part)."""
-    import difflib
-
     top = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     match = re.match(r"Could not override '([^']+)'", top)
     if not match:
@@ -179,8 +179,6 @@ def _override_error(e: BaseException) -> str:
 
 def _verl_keys(parent: str) -> list[str]:
     """The keys under `parent` in verl's generated full ppo_trainer config (no composition needed)."""
-    from importlib.resources import files
-
     from omegaconf import OmegaConf
 
     try:

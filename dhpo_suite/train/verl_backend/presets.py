@@ -11,6 +11,7 @@ the library's PAPER_AGG_MODE, `seq-mean-token-mean`, the paper's eqs. 3/6/7.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,8 +115,6 @@ PRESETS: dict[str, Preset] = {
 def get_preset(name: str) -> Preset:
     """The preset called `name`; a typo gets the list of presets."""
     if name not in PRESETS:
-        import difflib
-
         near = difflib.get_close_matches(name, PRESETS, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise ValueError(f"unknown preset {name!r}{hint}; presets: {', '.join(PRESETS)}")

@@ -29,6 +29,9 @@ through untouched. Every read of verl's objects goes through seam.py.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -233,8 +236,6 @@ def _last(values: list[float]) -> float | None:
 
 def _rows(out: ObjectiveOutput, keep: Tensor) -> ObjectiveOutput:
     """ObjectiveOutput `out` restricted to rows `keep`: every (B, ...) tensor, branches included."""
-    import dataclasses
-
     import torch
 
     from dhpo_suite.train.objectives.output import Branch
@@ -302,9 +303,6 @@ def note_checkpoint_loaded(local_path: str) -> None:
 def export_checkpoint(worker: Any, local_path: str, global_step: int) -> Path | None:
     """Expose verl's HF export of a checkpoint as the run directory's `checkpoints/step-NNNNNN/` (hard links,
     copies across filesystems), marked complete."""
-    import os
-    import shutil
-
     import torch.distributed as dist
 
     config = seam.actor_config(worker)

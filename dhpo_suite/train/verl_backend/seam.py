@@ -25,11 +25,15 @@ public entry points (`python -m verl.trainer.main_ppo`, the `verl.trainer.config
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
+import io
 import re
 import sys
+import warnings
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -176,8 +180,6 @@ def command_line_keys() -> frozenset[str] | None:
 def verl_actor_defaults() -> dict[str, Any]:
     """verl's own YAML values of its actor fields (trainer/config/actor/actor.yaml): what a launch that did not
     set a field gets. Only plain values (no interpolations)."""
-    from importlib.resources import files
-
     from omegaconf import OmegaConf
 
     node = OmegaConf.to_container(OmegaConf.load(str(files("verl.trainer.config") / "actor" / "actor.yaml")))
@@ -376,10 +378,6 @@ def policy_loss_config_base() -> type:
 def check_config(cfg: Any) -> dict[str, Any]:
     """Check a composed `ppo_trainer` config with verl's own validation and config dataclasses (nothing is
     launched); returns the actor, rollout and algorithm dataclasses."""
-    import contextlib
-    import io
-    import warnings
-
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
