@@ -68,3 +68,58 @@ def test_a_new_benchmark_is_one_registry_entry(tmp_path, monkeypatch):
 
     assert grade("So the answer is $\\boxed{7}$.", problems[0].gold, bench="svamp").correct
     assert not grade("So the answer is $\\boxed{8}$.", problems[0].gold, bench="svamp").correct
+
+
+NEW_OBJECTIVE = '''
+
+@register_objective("reinforce")
+def reinforce(
+    x: Inputs,
+    *,
+    adv_scale: float = 1.0,
+    loss_agg_mode: str = PAPER_AGG_MODE,
+) -> ObjectiveOutput:
+    """REINFORCE with the off-policy ratio and no clip: loss = -r·A·adv_scale."""
+    r, s = _ratios(x)
+    return _output(x, -r * x.adv * adv_scale, loss_agg_mode, token=Branch(r), sequence=Branch(s))
+'''
+
+CHECK_OBJECTIVE = '''
+import torch
+from dhpo_suite.train.embedded.config import TrainConfig
+from dhpo_suite.train.objectives import OBJECTIVES, get_objective
+from dhpo_suite.train.verl_backend.names import loss_mode
+from dhpo_suite.train.verl_backend.registration import policy_losses
+
+assert "reinforce" in OBJECTIVES
+TrainConfig(algo="reinforce", hparams={"adv_scale": 2.0}).validate()  # dhpo-suite train --algo reinforce --hp adv_scale=2
+try:
+    TrainConfig(algo="reinforce", hparams={"eps_high": 0.3}).validate()
+    raise SystemExit("a setting reinforce does not have was accepted")
+except Exception as e:
+    assert "eps_high" in str(e), e
+assert loss_mode("reinforce") in policy_losses()  # verl: actor.policy_loss.loss_mode=dhpo_suite.reinforce
+lp = torch.randn(2, 5, requires_grad=True)
+out = get_objective("reinforce", adv_scale=2.0)(lp, lp.detach() - 0.1, torch.tensor([1.0, -1.0]),
+                                               torch.ones(2, 5, dtype=torch.bool))
+out.loss.backward()
+assert torch.isfinite(lp.grad).all() and lp.grad.abs().sum() > 0
+print("ok")
+'''
+
+
+def test_a_new_objective_is_one_registered_function(tmp_path):
+    # docs/extending.md, "An objective": one decorated function appended to a copy of losses.py, nothing else;
+    # the embedded trainer's config, --hp, the objective library and verl's loss registry all take it.
+    import subprocess
+    import sys
+
+    import dhpo_suite as pkg
+
+    copy = tmp_path / "dhpo_suite"
+    shutil.copytree(Path(pkg.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    losses = copy / "train" / "objectives" / "losses.py"
+    losses.write_text(losses.read_text() + NEW_OBJECTIVE)
+    out = subprocess.run([sys.executable, "-c", CHECK_OBJECTIVE], cwd=tmp_path, capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)}, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
