@@ -12,8 +12,9 @@ from pathlib import Path
 
 import typer
 
+from dhpo_suite.dashboard.registry import RUNS_DIR_ENV
+
 APP = Path(__file__).with_name("app.py")
-RUNS_DIR_ENV = "DHPO_RUNS_DIR"
 
 
 def streamlit_argv(port: int, headless: bool, address: str) -> list[str]:

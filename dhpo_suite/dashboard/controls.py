@@ -12,11 +12,11 @@ import pandas as pd
 import streamlit as st
 
 from dhpo_suite.dashboard import data
+from dhpo_suite.dashboard.registry import RUNS_DIR_ENV
 
 __all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker", "show_problems", "is_stale", "url_param",
            "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S"]
 
-RUNS_DIR_ENV = "DHPO_RUNS_DIR"
 REFRESH_S = 5.0
 STALE_AFTER_S = 600.0
 """A "running" run with no new step for this long is shown as stale (a SIGKILLed run keeps "running")."""

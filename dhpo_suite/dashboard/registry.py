@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PageSpec", "PAGES", "PAGE_DIR", "QUESTIONS"]
+__all__ = ["PageSpec", "PAGES", "PAGE_DIR", "QUESTIONS", "RUNS_DIR_ENV"]
 
 PAGE_DIR = Path(__file__).with_name("pages")
+RUNS_DIR_ENV = "DHPO_RUNS_DIR"
+"""The environment variable through which `dhpo-suite dashboard` tells the app its runs directory."""
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,8 @@ def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_pro
                     run_setup.checkpoint(writer, t, step)
                 bar.advance(step, facts.reward, final)
     wall = time.perf_counter() - t_start
-    log(f"done: {cfg.steps} steps in {wall:.0f} s; held-out reward {_fmt(initial)} -> {_fmt(final)}")
+    log(f"done: {cfg.steps} steps in {wall:.0f} s; held-out reward {run_setup.fmt_reward(initial)} -> "
+        f"{run_setup.fmt_reward(final)}")
     log(f"open the dashboard: dhpo-suite dashboard {run_dir.parent}")
     return TrainResult(run_dir, cfg.steps, initial, final, wall)
 
@@ -177,6 +178,3 @@ def _record(acc: TelemetryAccumulator, step: int, facts: StepFacts, extra: dict[
     record.attach_prompts(facts.prompts, facts.golds, group_size)  # what the kept responses answered
     return record
 
-
-def _fmt(x: float | None) -> str:
-    return "?" if x is None else f"{x:.3f}"

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # annotations only: transformers and the grader pool are load
 
     AccuracyFn = Callable[[PreTrainedModel, PreTrainedTokenizerBase], float]
 
-__all__ = ["build", "checkpoint", "finish_if_done", "prepare", "progress_bar", "resolve_model_dir", "resumed_config",
+__all__ = ["build", "checkpoint", "finish_if_done", "fmt_reward", "prepare", "progress_bar", "resolve_model_dir", "resumed_config",
            "run_dir_for", "sft_accuracy_fn", "stored_initial", "writer_lock"]
 
 # Fields that may differ when resuming (they do not change what the run computes).
@@ -176,8 +176,8 @@ def finish_if_done(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None]) 
     if manifest.status != "completed":
         RunWriter(run_dir, manifest, resume=True).close("completed")
     initial, final = stored_initial(run_dir), _stored_last(reader, "eval/heldout_reward")
-    log(f"{run_dir}: already finished at step {last} of {cfg.steps}; held-out reward {_fmt(initial)} -> "
-        f"{_fmt(final)} (give a larger --steps to train further)")
+    log(f"{run_dir}: already finished at step {last} of {cfg.steps}; held-out reward {fmt_reward(initial)} -> "
+        f"{fmt_reward(final)} (give a larger --steps to train further)")
     return TrainResult(run_dir, last, initial, final if final is not None else float("nan"), 0.0)
 
 
@@ -188,7 +188,8 @@ def _stored_last(reader: RunReader, column: str) -> float | None:
     return float(frame[column].dropna().iloc[-1])
 
 
-def _fmt(x: float | None) -> str:
+def fmt_reward(x: float | None) -> str:
+    """A held-out reward for the run's closing line ("?" when none was recorded)."""
     return "?" if x is None else f"{x:.3f}"
 
 
