@@ -94,14 +94,17 @@ class Restored:
         self.step, self.path, self.model, self.tokenizer, self.state = step, path, model, tokenizer, state
 
 
-def restore_latest(run_dir: Path, load_model: ModelLoader, warn: Callable[[str], None]) -> Restored | None:
+def restore_latest(run_dir: Path, load_model: ModelLoader, warn: Callable[[str], None],
+                   checkpoints: dict[int, Path] | None = None) -> Restored | None:
     """The newest complete checkpoint whose trainer state and model both load and agree (state_check: shapes,
     parameter groups, RNG sizes, finite values); older ones on failure.
 
     Each skipped checkpoint gets one warning line. None when the run has no complete checkpoint; CheckpointError
-    when it has some and none loads (starting over would overwrite the recorded steps).
+    when it has some and none loads (starting over would overwrite the recorded steps). `checkpoints`: the run's
+    complete checkpoints {step: path} when the caller has read them already (start.open_run).
     """
-    found = complete_checkpoints(run_dir)
+    found = (sorted(checkpoints.items(), reverse=True) if checkpoints is not None
+             else complete_checkpoints(run_dir))
     reasons = []
     for step, path in found:
         try:

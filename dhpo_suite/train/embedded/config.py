@@ -120,7 +120,10 @@ class TrainConfig:
     """Also mirror each step to "tensorboard", "wandb" or both ("tensorboard,wandb"); "none": the run dir only."""
 
     def validate(self) -> "TrainConfig":
-        """Check every field; returns self. Raises ConfigError naming the first bad field."""
+        """Check every field; returns self. Raises ConfigError naming the first bad field. A config is checked
+        once (the CLI checks it, then `train` is handed the same object)."""
+        if self.__dict__.get("_valid"):
+            return self
         from dhpo_suite.tasks import TASKS
         from dhpo_suite.tracking.mirrors import parse_loggers
         from dhpo_suite.train.objectives import OBJECTIVES
@@ -165,6 +168,7 @@ class TrainConfig:
         self.compute()
         if self.resume and self.out is None:
             raise ConfigError("resume", "needs --out: the run directory to continue")
+        object.__setattr__(self, "_valid", True)  # not a field: equality, replace() and to_dict() ignore it
         return self
 
     def compute(self) -> Compute:

@@ -7,7 +7,8 @@
     update   = log π_old once, then PPO epochs x mini-batches of the objective  update.old_logprobs, ppo_update
     log      = telemetry StepRecord -> run directory; checkpoint every N      runs.RunWriter, checkpoint.py
 
-Setup (run directory, lock, model, optimizer, resume) is in run_setup.py; it hands the loop a `Trainer`.
+Where the run starts (new, resume or done; its directory locked) is start.py; the model, optimizer and checkpoint
+to continue from are run_setup.py, which hands the loop a `Trainer`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -27,6 +27,7 @@ from dhpo_suite.train.embedded import run_setup
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward, unmarked_share
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+from dhpo_suite.train.embedded.start import Start, fmt_reward, open_run
 from dhpo_suite.train.embedded.trainer import StepTimer, Trainer, TrainResult
 from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
 from dhpo_suite.train.objectives import ObjectiveOutput, group_advantages
@@ -52,22 +53,24 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress
     t_start = time.perf_counter()
     cfg = cfg.validate()
     torch.set_num_threads(cfg.threads)
-    run_dir, cfg = run_setup.prepare(cfg, explicit)
-    with run_setup.writer_lock(run_dir, log):
-        done = run_setup.finish_if_done(cfg, run_dir, log)
-        return done or _train(cfg, run_dir, log, show_progress, t_start)
+    with open_run(cfg, explicit, log) as start:  # new | resume | done, the run directory read once and locked
+        if start.kind == "done":
+            return TrainResult(start.run_dir, start.last_checkpoint, start.initial,
+                               start.final if start.final is not None else float("nan"), 0.0)
+        return _train(start, log, show_progress, t_start)
 
 
-def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_progress: bool,
-           t_start: float) -> TrainResult:
-    last = run_setup.restore(cfg, run_dir, log)  # a damaged or crafted checkpoint is refused before any worker
+def _train(start: Start, log: Callable[[str], None], show_progress: bool, t_start: float) -> TrainResult:
+    cfg, run_dir = start.cfg, start.run_dir
+    last = run_setup.restore(start, log)  # a damaged or crafted checkpoint is refused before any worker
     if torch.get_num_threads() != cfg.threads:  # vLLM's CPU worker, once run in this process, makes it a no-op
         log(f"warning: --threads {cfg.threads} did not take: torch keeps {torch.get_num_threads()} thread(s) in "
             f"this process (was vLLM run in it? its CPU worker pins torch's threads); timings will differ")
     with GraderPool(workers=cfg.grader_workers, timeout=10.0) as pool:
-        t = run_setup.build(cfg, run_dir, pool, log, last)
+        base_dir = run_setup.model_dir(cfg, pool, log)  # "tiny": its warm start runs here (once per seed, cached)
+        t = run_setup.build(cfg, base_dir, pool, log, last)
         acc, timer = TelemetryAccumulator(t.spec, decode=token_decoder(t.tokenizer)), StepTimer()
-        initial = evaluate(t) if t.start_step == 1 else run_setup.stored_initial(run_dir)
+        initial = evaluate(t) if t.start_step == 1 else start.initial
         final = initial if initial is not None else float("nan")
         log(f"run directory: {run_dir}   (watch it: dhpo-suite dashboard {run_dir.parent})")
         with RunWriter(run_dir, t.manifest, resume=cfg.resume) as writer, \
@@ -89,8 +92,7 @@ def _train(cfg: TrainConfig, run_dir: Path, log: Callable[[str], None], show_pro
                     run_setup.checkpoint(writer, t, step)
                 bar.advance(step, facts.reward, final)
     wall = time.perf_counter() - t_start
-    log(f"done: {cfg.steps} steps in {wall:.0f} s; held-out reward {run_setup.fmt_reward(initial)} -> "
-        f"{run_setup.fmt_reward(final)}")
+    log(f"done: {cfg.steps} steps in {wall:.0f} s; held-out reward {fmt_reward(initial)} -> {fmt_reward(final)}")
     log(f"open the dashboard: dhpo-suite dashboard {run_dir.parent}")
     return TrainResult(run_dir, cfg.steps, initial, final, wall)
 
