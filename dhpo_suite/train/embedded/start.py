@@ -191,10 +191,10 @@ def _loads(checkpoint: Path) -> bool:
 
 
 def _first(scalars: pd.DataFrame, column: str) -> float | None:
-    values = scalars[column].dropna() if column in scalars else ()
+    values = scalars[column].dropna() if column in scalars else pd.Series(dtype=float)
     return float(values.iloc[0]) if len(values) else None
 
 
 def _last(scalars: pd.DataFrame, column: str) -> float | None:
-    values = scalars[column].dropna() if column in scalars else ()
+    values = scalars[column].dropna() if column in scalars else pd.Series(dtype=float)
     return float(values.iloc[-1]) if len(values) else None
