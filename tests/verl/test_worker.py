@@ -109,7 +109,7 @@ def test_entropy_mixing_gets_verls_entropy_of_the_same_tokens(sweep, name):
     assert len(per_response) == CASE["prompts"] * 2
     token_mean = np.concatenate(per_response).mean()
     aggregated = {"token-mean": token_mean, "seq-mean-token-mean": np.mean([e.mean() for e in per_response])}
-    mode = algorithm_settings(name).loss_agg_mode
+    mode = dict(algorithm_settings(name).hparams)["loss_agg_mode"]
     assert verl_entropy == pytest.approx(aggregated[mode], rel=1e-5), mode
     scalars = reader.scalars().iloc[0]
     assert scalars["entropy/mean"] == pytest.approx(token_mean, rel=1e-5)

@@ -132,11 +132,6 @@ class AlgorithmSettings:
     needs_entropy: bool = False
     """verl must compute the per-token entropy in the update (actor.calculate_entropy)."""
 
-    @property
-    def loss_agg_mode(self) -> str:
-        """The aggregation verl is told (actor.loss_agg_mode)."""
-        return dict(self.hparams)["loss_agg_mode"]
-
     def changed(self) -> dict[str, Any]:
         """The settings that differ from the objective's paper defaults."""
         from dhpo_suite.train.objectives.registry import default_hparams
