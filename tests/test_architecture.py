@@ -148,9 +148,9 @@ def test_cycle_finder_finds_known_cycles():
 
 
 def test_graph_sees_function_level_and_relative_imports():
-    # telemetry/state.py imports its siblings relatively; the embedded run_setup imports runs.lock inside a function.
+    # telemetry/state.py imports its siblings relatively; the verl CPU platform imports the seam inside install().
     assert "dhpo_suite.train.telemetry.record" in _imports("dhpo_suite.train.telemetry.state")[0]
-    assert "dhpo_suite.runs.lock" in _imports("dhpo_suite.train.embedded.run_setup")[0]
+    assert "dhpo_suite.train.verl_backend.seam" in _imports("dhpo_suite.train.verl_backend.cpu_platform")[0]
 
 
 # ---- the rules ----

@@ -349,7 +349,6 @@ def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
     try:
         queue.put((rank, run_local(case, rank, world), None))
     except BaseException as e:  # the parent reports it; a silent child would hang the test
-
         queue.put((rank, None, "".join(traceback.format_exception(e))))
         raise
     finally:
