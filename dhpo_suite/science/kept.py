@@ -9,6 +9,9 @@ every number without the run directories (issue #26: no interval could be re-der
     DATA/sweep.json, prereg.json, update_distance.json, <sub>/sweep.json   copied as they are
     DATA/kept.json           {"source": the sweep directory as named when exported} (for the report's commands)
 
+Nothing machine-specific is kept: an absolute sweep directory is kept by its name, and each run's argv names
+`dhpo-suite` and paths under the sweep relative to it (`portable`), so committed data reads the same anywhere.
+
 `export` writes the folder from a sweep directory; `load` reads it back as compare.load_sweep would read the
 runs (the same labels, seeds and metrics).
 """
@@ -23,7 +26,7 @@ import pandas as pd
 
 from dhpo_suite.science.compare import metrics_of, readable_runs, run_labels
 
-__all__ = ["COPIED", "RUNS_FILE", "SCALARS_FILE", "export", "is_kept", "load", "run_table"]
+__all__ = ["COPIED", "RUNS_FILE", "SCALARS_FILE", "export", "is_kept", "load", "portable", "run_table"]
 
 RUNS_FILE, SCALARS_FILE, METRICS_FILE = "runs.csv", "scalars.csv.gz", "metrics.csv"
 COPIED = ("sweep.json", "prereg.json", "update_distance.json")
@@ -32,6 +35,20 @@ _GZIP = {"method": "gzip", "mtime": 0}
 
 def is_kept(folder: Path) -> bool:
     return (folder / RUNS_FILE).exists() and (folder / SCALARS_FILE).exists()
+
+
+def portable(argv: list[str], root: Path) -> list[str]:
+    """A run's argv without this machine in it: the interpreter's script as `dhpo-suite`, paths under the sweep
+    `root` relative to it (`--out /abs/sweep/grpo-s0` -> `--out grpo-s0`)."""
+    out = ["dhpo-suite" if i == 0 and a.endswith(("dhpo_suite/cli.py", "dhpo-suite")) else a
+           for i, a in enumerate(argv)]
+    base = str(root.resolve()) + "/"
+    return [a[len(base):] if a.startswith(base) else a for a in out]
+
+
+def _source(root: Path) -> str:
+    """The sweep directory as the report's commands name it: relative as given, an absolute one by its name."""
+    return root.name if root.is_absolute() else root.as_posix()
 
 
 def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
@@ -45,7 +62,7 @@ def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
         manifests.append(m)
         rows.append({"run": run, "seed": m.seed, "status": m.status, "algorithm": m.algorithm,
                      "started_at": m.started_at, "ended_at": m.ended_at,
-                     "hparams": json.dumps(m.hparams, sort_keys=True), "argv": json.dumps(m.argv)})
+                     "hparams": json.dumps(m.hparams, sort_keys=True), "argv": json.dumps(portable(list(m.argv), root))})
         frames.append(frame.assign(run=run))
     runs = pd.DataFrame(rows)
     runs.insert(1, "label", run_labels(manifests))
@@ -61,7 +78,7 @@ def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
     for sub in sorted(root.glob("*/sweep.json")):
         (dest / sub.parent.name).mkdir(exist_ok=True)
         shutil.copyfile(sub, dest / sub.parent.name / "sweep.json")
-    (dest / "kept.json").write_text(json.dumps({"source": str(root)}) + "\n")
+    (dest / "kept.json").write_text(json.dumps({"source": _source(root)}) + "\n")
     load(dest, late_frac)[0].to_csv(dest / METRICS_FILE, index=False)
     return problems
 

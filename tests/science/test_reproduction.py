@@ -85,3 +85,14 @@ def test_the_committed_reports_regenerate_from_their_committed_data(tmp_path):
         assert (tmp_path / rel).read_text() == doc, rel
         assert ({p.name: p.read_bytes() for p in (tmp_path / figures).glob("*.png")} ==
                 {p.name: p.read_bytes() for p in (ROOT / figures).glob("*.png")}), figures
+
+
+def test_committed_kept_data_names_no_path_of_the_machine_that_made_it():
+    # kept.portable / the exporter: the sweep by its name, argv relative to it, `dhpo-suite` for the interpreter.
+    from dhpo_suite.science.kept import portable
+
+    assert portable(["/x/dhpo_suite/cli.py", "train", "--out", "/s/grid/grpo-s0"], Path("/s/grid")) == [
+        "dhpo-suite", "train", "--out", "grpo-s0"]
+    for data in sorted((ROOT / "docs" / "reproduction" / "data").iterdir()):
+        text = (data / "kept.json").read_text() + (data / "runs.csv").read_text()
+        assert "/work/" not in text and "/tmp/" not in text and '"/' not in text, data
