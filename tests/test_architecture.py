@@ -326,8 +326,8 @@ def _function_level_imports() -> list[tuple[str, ast.ImportFrom | ast.Import, fr
                         for n in ([a.name for a in s.names] if isinstance(s, ast.Import) else [s.module or ""]))
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out += [(str(path.relative_to(ROOT)), s, top) for s in fn.body + [x for n in fn.body
-                        for x in ast.walk(n)] if isinstance(s, (ast.Import, ast.ImportFrom))]
+                out += [(str(path.relative_to(ROOT)), s, top) for n in fn.body for s in ast.walk(n)
+                        if isinstance(s, (ast.Import, ast.ImportFrom))]
     return out
 
 
