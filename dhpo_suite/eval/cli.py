@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
-from click.core import ParameterSource
 from rich.console import Console
 
-__all__ = ["register"]
+from dhpo_suite.config_cli import Spell, Values, config_command, flag
+from dhpo_suite.eval.engine import EngineOptions
+from dhpo_suite.eval.runner import EvalSettings
 
-BenchOpt = typer.Option("all", "--bench", "-b", help="all (the paper's 7), a name, or a comma list; names: "
-                        "aime24 aime25 amc23 olympiadbench math500 minerva_math gsm8k, and every training task "
-                        "(arithmetic, arithmetic-chat, ...: the trainer's held-out problems and prompt).")
+__all__ = ["SPELL", "EvalTarget", "register"]
+
+
+def _bench_names() -> list[str]:
+    from dhpo_suite.eval.benchmarks import BENCHMARKS  # the paper's 7 and every training task
+
+    return list(BENCHMARKS)
+
+
+def _protocol_names() -> list[str]:
+    from dhpo_suite.eval.protocols import PROTOCOLS
+
+    return list(PROTOCOLS)
 
 
 def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None) -> list[tuple[str, str, Path]]:
@@ -48,17 +61,16 @@ def _check_options(v: dict) -> None:
     """ValueError naming the first bad option and its allowed values (before any model, engine or worker)."""
     at_least = {"limit": 1, "samples": 1, "max_new_tokens": 1, "batch_size": 1, "tensor_parallel_size": 1,
                 "data_parallel_size": 1, "max_model_len": 1, "grader_workers": 1, "seed": 0}
-    flags = {"tensor_parallel_size": "--tp", "data_parallel_size": "--dp"}
     for name, low in at_least.items():
         if v[name] is not None and v[name] < low:
-            raise ValueError(f"{flags.get(name, _flag(name))}: must be an integer >= {low}, got {v[name]}")
+            raise ValueError(f"{flag(name, SPELL)}: must be an integer >= {low}, got {v[name]}")
     ranges = {"temperature": (0.0, 100.0, "from 0 (greedy) to 100"), "top_p": (0.0, 1.0, "in (0, 1]"),
               "gpu_memory_utilization": (0.0, 1.0, "in (0, 1]"), "grader_timeout": (0.0, 86400.0, "in (0, 86400]")}
     for name, (low, high, allowed) in ranges.items():
         x = v[name]
         ok = (low <= x <= high) if name == "temperature" else (low < x <= high)
         if not ok:  # NaN fails both comparisons
-            raise ValueError(f"{_flag(name)}: must be {allowed}, got {x}")
+            raise ValueError(f"{flag(name, SPELL)}: must be {allowed}, got {x}")
     if v["steps"] not in ("all", "last") and not all(s.strip().isdigit() for s in v["steps"].split(",")):
         raise ValueError(f"--steps: all, last, or a comma list of step numbers such as 10,20; got {v['steps']!r}")
     from dhpo_suite.eval.protocols import get_protocol
@@ -71,10 +83,6 @@ def _check_options(v: dict) -> None:
             load_template(v["template"])
         except (OSError, UnicodeDecodeError) as e:
             raise ValueError(f"--template: {v['template']}: unreadable ({e})") from None
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def _lock_results(targets, stack, option: str) -> None:
@@ -125,95 +133,111 @@ def _check_model_dir(path: Path, option: str) -> None:
         raise typer.BadParameter(f"{option}: {e}") from None
 
 
+@dataclass(frozen=True)
+class EvalTarget:
+    """What to evaluate and where its results go (the command's own options)."""
+
+    bench: str = "all"
+    """all (the paper's 7), a name, or a comma list; a training task's name evaluates the trainer's held-out
+    problems with its prompt."""
+    model: Path | None = None
+    """Hugging Face model directory, or a name train accepts: tiny, smollm2-135m (built into the trainer's cache
+    on first use)."""
+    run: Path | None = None
+    """Training run directory: evaluates checkpoints/step-*/ into RUN_DIR/evals/step-*/."""
+    steps: str = "all"
+    """With --run: all, last, or a comma list of steps."""
+    out: Path | None = None
+    """Results directory (default eval-results/<model name or run-step>-<path hash>)."""
+    resume: bool = False
+    """Continue stored results: only missing samples are generated."""
+    regrade: bool = False
+    """Re-grade stored responses; no generation, no model load."""
+    data_parallel_size: int = 1
+    """Replicas: one worker process each (--tp GPUs each)."""
+    in_process: bool = False
+    """--run: all checkpoints in this process (not one fresh process per checkpoint)."""
+
+
+SPELL = {
+    "bench": Spell(names=("-b",), listed=_bench_names),
+    "model": Spell(names=("-m",)),
+    "out": Spell(names=("-o",)),
+    "data_parallel_size": Spell(names=("--dp",)),
+    "tensor_parallel_size": Spell(names=("--tp",)),
+    "shard": Spell(hidden=True, cli_type=str, metavar="RANK/WORLD"),
+    "in_process": Spell(hidden=True),
+    "protocol": Spell(choices=_protocol_names, listed=_protocol_names),
+    "extra": Spell(names=("--engine-arg",), repeat=True),
+}
+"""How the fields that need more than `--field-name` are spelled (dhpo_suite.config_cli)."""
+
+
 def register(app: typer.Typer) -> None:
     @app.command(help="Evaluate a model (or a run's checkpoints) on the paper's math benchmarks.")
-    def eval(  # noqa: A001 - the command's name
-        ctx: typer.Context,
-        bench: str = BenchOpt,
-        model: Path = typer.Option(None, "--model", "-m", help="HF model directory, or a name train accepts: "
-                                   "tiny, smollm2-135m (built into the trainer's cache on first use)."),
-        run: Path = typer.Option(None, "--run", help="Training run dir: evaluates checkpoints/step-*/ into "
-                                 "RUN_DIR/evals/step-*/."),
-        steps: str = typer.Option("all", help="With --run: all, last, or a comma list of steps."),
-        out: Path = typer.Option(None, "--out", "-o", help="Results dir (default eval-results/<model name or "
-                                 "run-step>-<path hash>)."),
-        data_dir: Path = typer.Option(None, help="Folder of <bench>.jsonl files (id, problem, answer[, "
-                                      "answer_alt]); default env DHPO_BENCHMARKS_DIR, else the HF hub."),
-        samples: int = typer.Option(None, help="Samples per problem (default: AIME 32, AMC23 4, others 1)."),
-        limit: int = typer.Option(None, help="Only the first N problems of each benchmark (a task: N, default 128)."),
-        template: str = typer.Option(None, help="qwen-boxed | chat | task | FILE with {input} (default: a task's "
-                                     "own; chat for an instruct model; else qwen-boxed)."),
-        protocol: str = typer.Option("paper", help="paper (the benchmarks' records) or simplerl (SimpleRL-Zoo's "
-                                     "harness: its stop strings, 16,000 tokens, stripped questions, top-p 0.95)."),
-        max_new_tokens: int = typer.Option(None, help="Response token limit, clamped to the context (default: 16384; "
-                                           "a training task's own)."),
-        temperature: float = typer.Option(1.0),
-        top_p: float = typer.Option(1.0),
-        seed: int = typer.Option(0, help="Engine seed."),
-        batch_size: int = typer.Option(256, help="Samples in flight (finished ones are stored within ~1 s)."),
-        tensor_parallel_size: int = typer.Option(1, "--tp", help="GPUs per replica."),
-        data_parallel_size: int = typer.Option(1, "--dp", help="Replicas: one worker process each (tp GPUs)."),
-        shard: str = typer.Option(None, hidden=True, help="RANK/WORLD: run as data-parallel worker RANK."),
-        max_model_len: int = typer.Option(None, help="Context length (default: the model's)."),
-        dtype: str = typer.Option("auto"),
-        gpu_memory_utilization: float = typer.Option(0.9),
-        grader_workers: int = typer.Option(2),
-        grader_timeout: float = typer.Option(10.0, help="Seconds per graded sample."),
-        resume: bool = typer.Option(False, help="Continue stored results: only missing samples are generated."),
-        regrade: bool = typer.Option(False, help="Re-grade stored responses; no generation, no model load."),
-        in_process: bool = typer.Option(False, hidden=True, help="--run: all checkpoints in this process."),
-    ) -> None:
+    @config_command(EvalTarget, EvalSettings, EngineOptions, spell=SPELL)
+    def eval(ctx: typer.Context, v: Values) -> None:  # noqa: A001 - the command's name
         os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout: the results tables only
 
         from dhpo_suite.eval.benchmarks import resolve_benches
-        from dhpo_suite.eval.engine import EngineOptions
         from dhpo_suite.eval.parallel import parse_shard
         from dhpo_suite.eval.report import detail_table, headline_table
-        from dhpo_suite.eval.runner import EvalSettings
 
+        t = EvalTarget(**v.of(EvalTarget))
         console = Console(stderr=True)
         stack = contextlib.ExitStack()  # the results directories' writer locks, held until the command ends
         try:
-            _check_options(locals())
-            names = resolve_benches(bench)
-            targets = _targets(model, run, steps, out)
-            rank_world = parse_shard(shard) if shard else (0, 1)
-            sweep = len(targets) > 1 and not (regrade or in_process or data_parallel_size > 1 or shard)
-            if shard is None and not sweep:  # a --dp worker (--shard) runs under its parent's lock
-                _lock_results(targets, stack, "--out" if model is not None else "--run")
+            _check_options(v.values)
+            names = resolve_benches(t.bench)
+            targets = _targets(t.model, t.run, t.steps, t.out)
+            rank_world = parse_shard(v["shard"]) if v["shard"] else (0, 1)
+            extra = _engine_args(v["extra"] or [])
+            sweep = len(targets) > 1 and not (t.regrade or t.in_process or t.data_parallel_size > 1 or v["shard"])
+            if v["shard"] is None and not sweep:  # a --dp worker (--shard) runs under its parent's lock
+                _lock_results(targets, stack, "--out" if t.model is not None else "--run")
         except ValueError as e:
             stack.close()
             typer.echo(f"error: {e}", err=True)  # one line, never wrapped
             raise typer.Exit(2)
-        temperature, top_p = _protocol_sampling(ctx, protocol, temperature, top_p)
-        settings = EvalSettings(protocol=protocol, template=template, samples=samples, max_new_tokens=max_new_tokens,
-                                temperature=temperature, top_p=top_p, limit=limit,
-                                data_dir=str(data_dir) if data_dir else None, batch_size=batch_size,
-                                grader_workers=grader_workers, grader_timeout=grader_timeout, shard=rank_world)
-        options = EngineOptions(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len, dtype=dtype,
-                                seed=seed, gpu_memory_utilization=gpu_memory_utilization)
+        temperature, top_p = _protocol_sampling(v.given, v["protocol"], v["temperature"], v["top_p"])
+        settings = EvalSettings(**{**v.of(EvalSettings), "temperature": temperature, "top_p": top_p,
+                                   "shard": rank_world})
+        options = EngineOptions(**{**v.of(EngineOptions), "extra": extra})
         with stack:
-            if data_parallel_size > 1 and not regrade:
-                summaries = _data_parallel(targets, names, settings, data_parallel_size, tensor_parallel_size,
-                                           resume, console)
+            if t.data_parallel_size > 1 and not t.regrade:
+                summaries = _data_parallel(targets, names, settings, t.data_parallel_size,
+                                           options.tensor_parallel_size, t.resume, console)
             elif sweep:  # each child process takes its own results directory's lock
                 summaries = _sweep(targets, ctx)
             else:
-                summaries = _sequential(targets, names, settings, options, resume, regrade, console)
+                summaries = _sequential(targets, names, settings, options, t.resume, t.regrade, console)
         out_console = Console(width=None if sys.stdout.isatty() else 160)  # files/pipes get the full table
         out_console.print(headline_table(summaries))
         for label, s in summaries.items():
             out_console.print(detail_table(s, title=f"Details: {label}"))
 
 
-def _protocol_sampling(ctx, protocol: str, temperature: float, top_p: float) -> tuple[float, float]:
+def _engine_args(pairs: list[str]) -> dict:
+    """--engine-arg KEY=VALUE (repeatable): any other `vllm.LLM` keyword; VALUE read as JSON, else a string."""
+    extra = {}
+    for pair in pairs:
+        key, eq, raw = pair.partition("=")
+        if not eq or not key.isidentifier():
+            raise ValueError(f"--engine-arg: expected KEY=VALUE with a vllm.LLM keyword, got {pair!r}")
+        try:
+            extra[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            extra[key] = raw
+    return extra
+
+
+def _protocol_sampling(given: frozenset[str], protocol: str, temperature: float, top_p: float) -> tuple[float, float]:
     """--temperature/--top-p as given, else the protocol's (simplerl: SimpleRL's README command's)."""
     from dhpo_suite.eval.protocols import get_protocol
 
     p = get_protocol(protocol)
-    given = lambda name: ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)  # noqa: E731
-    return (temperature if given("temperature") or p.temperature is None else p.temperature,
-            top_p if given("top_p") or p.top_p is None else p.top_p)
+    return (temperature if "temperature" in given or p.temperature is None else p.temperature,
+            top_p if "top_p" in given or p.top_p is None else p.top_p)
 
 
 def _sequential(targets, names, settings, options, resume, regrade, console) -> dict:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from dhpo_suite.config_cli import to_argv
+
 __all__ = ["child_argv", "run_child"]
 
 _REPLACED = {"run", "steps", "out", "model", "shard", "in_process", "data_parallel_size"}
@@ -19,15 +21,7 @@ _REPLACED = {"run", "steps", "out", "model", "shard", "in_process", "data_parall
 def child_argv(params, values: dict, model: str, out) -> list[str]:
     """The `eval` command line for one checkpoint: every option the user set (click `params` and their
     `values`), with --run/--steps/--out replaced by --model MODEL --out OUT."""
-    args = ["eval"]
-    for p in params:
-        value = values.get(p.name)
-        if p.name in _REPLACED or value is None or value == p.default or not p.opts:
-            continue
-        if getattr(p, "is_flag", False):
-            args.append(p.opts[0] if value else (p.secondary_opts or [p.opts[0]])[0])
-        else:
-            args += [p.opts[0], str(value)]
+    args = ["eval", *to_argv(params, values, keep=lambda name: name not in _REPLACED)]
     return [sys.executable, "-m", "dhpo_suite.cli", *args, "--model", str(model), "--out", str(out)]
 
 

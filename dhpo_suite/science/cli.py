@@ -4,6 +4,7 @@ statistics across seeds, dhpo_suite.science.compare)."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -13,53 +14,77 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-__all__ = ["register"]
+from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
+from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
+from dhpo_suite.train.embedded.config import TrainConfig
+
+__all__ = ["SweepArgs", "register"]
+
+
+@dataclass(frozen=True)
+class SweepArgs:
+    """The sweep's own options; every other option is `dhpo-suite train`'s, passed to each run."""
+
+    out: Path
+    """Sweep directory (one run directory per cell, sweep.json, logs/)."""
+    algos: str | None = None
+    """Comma-separated objectives, e.g. grpo,gspo,gmpo,cispo,dhpo-a,dhpo-e. Omit to continue a stored sweep."""
+    clip: str | None = None
+    """DHPO clip modes to cross with DHPO objectives: branch, unified or branch,unified (default: the
+    objective's, branch)."""
+    seeds: str | None = None
+    """Number of seeds N (0..N-1) or a comma list."""
+    workers: int = 0
+    """Parallel runs (one torch thread each); 0: one per core."""
+    no_progress: bool = False
+    """No progress bar (one line per finished run)."""
+    prereg: Path | None = None
+    """Pre-registration JSON (contrasts, family, margins, primary metric; docs/sweep.md): copied to
+    OUT/prereg.json and its sha256 recorded before any run; compare's verdicts come only from it."""
+
+
+SWEEP_SETS = ("algo", "clip", "seed", "out", "resume", "threads", "backend")
+"""Train options the sweep sets for each run (the grid's cell, its directory, one thread, the embedded trainer)."""
+SPELL = {**TRAIN_SPELL, "out": Spell(argument=True)}
+SweepArgs_FIELDS = frozenset(f.name for f in dataclasses.fields(SweepArgs))
 
 
 def register(app: typer.Typer) -> None:
     @app.command(
         help="Run an algorithm x clip x seed grid of `dhpo-suite train` runs under OUT, in parallel, resumably "
-             "(re-run the same command, or `dhpo-suite sweep OUT`, to continue). Any other option is passed to "
-             "every `dhpo-suite train` run, e.g. --steps 40 --ppo-epochs 2 --mini-batches 4.",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             "(re-run the same command, or `dhpo-suite sweep OUT`, to continue). The train options are passed "
+             "to every run, e.g. --steps 40 --ppo-epochs 2 --mini-batches 4.",
     )
-    def sweep(
-        ctx: typer.Context,
-        out: Path = typer.Argument(..., help="Sweep directory (one run directory per cell, sweep.json, logs/)."),
-        algos: Optional[str] = typer.Option(None, "--algos", help="Comma-separated objectives, e.g. "
-                                            "grpo,gspo,gmpo,cispo,dhpo-a,dhpo-e. Omit to continue a stored sweep."),
-        clip: Optional[str] = typer.Option(None, "--clip", help="DHPO clip modes to cross with DHPO objectives: "
-                                           "branch, unified or branch,unified (default: the objective's, branch)."),
-        seeds: Optional[str] = typer.Option(None, "--seeds", help="Number of seeds N (0..N-1) or a comma list."),
-        workers: int = typer.Option(0, "--workers", help="Parallel runs (one torch thread each); 0: one per core."),
-        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (one line per finished run)."),
-        prereg: Optional[Path] = typer.Option(None, "--prereg", help="Pre-registration JSON (contrasts, family, "
-                                              "margins, primary metric; docs/sweep.md): copied to OUT/prereg.json "
-                                              "and its sha256 recorded before any run; compare's verdicts come "
-                                              "only from it."),
-    ) -> None:
+    @config_command(SweepArgs, (TrainConfig, SWEEP_SETS), spell=SPELL)
+    def sweep(ctx: typer.Context, v: Values) -> None:
         from dhpo_suite.train import sweep as sw
 
+        a = SweepArgs(**v.of(SweepArgs))
+        train_args = to_argv(ctx.command.params, v.values, keep=lambda name: name in v.given - SweepArgs_FIELDS)
         try:
             requested, registration = None, None
-            if algos is not None or seeds is not None or ctx.args or clip is not None or prereg is not None:
-                requested = _requested(algos, clip, seeds, list(ctx.args))
-                if prereg is not None:
-                    registration = _read_prereg(prereg)
+            if v.given - {"out", "workers", "no_progress"}:
+                requested = _requested(a.algos, a.clip, a.seeds, v, train_args)
+                if (a.out / sw.SWEEP_FILE).exists():  # the same train options, spelled or ordered otherwise
+                    stored = sw.load_or_create(a.out, None)
+                    if _canonical(ctx, stored.train_args) == requested.train_args:
+                        requested = dataclasses.replace(requested, train_args=stored.train_args)
+                if a.prereg is not None:
+                    registration = _read_prereg(a.prereg)
                     requested = dataclasses.replace(requested, prereg_sha256=_digest(registration))
-            grid = sw.load_or_create(out, requested, registration)
+            grid = sw.load_or_create(a.out, requested, registration)
         except sw.SweepError as e:
             _fail(str(e))
-        n = workers or sw.default_workers()
+        n = a.workers or sw.default_workers()
         cells = grid.cells()
-        typer.echo(f"sweep {out}: {len(cells)} runs ({', '.join(grid.algos)}; clip {','.join(grid.clips) or '-'}; "
+        typer.echo(f"sweep {a.out}: {len(cells)} runs ({', '.join(grid.algos)}; clip {','.join(grid.clips) or '-'}; "
                    f"seeds {','.join(map(str, grid.seeds))}; {grid.steps} steps each), {n} at a time", err=True)
-        with _Bar(not no_progress) as bar:
-            result = sw.run_sweep(out, grid, workers=n, on_update=bar.update)
+        with _Bar(not a.no_progress) as bar:
+            result = sw.run_sweep(a.out, grid, workers=n, on_update=bar.update)
         failed = {k: v for k, v in result.items() if v.startswith("failed")}
         skipped = sum(v == "skipped" for v in result.values())
         typer.echo(f"done: {len(result) - len(failed) - skipped} ran, {skipped} already complete, {len(failed)} "
-                   f"failed. Compare them: dhpo-suite compare {out}", err=True)
+                   f"failed. Compare them: dhpo-suite compare {a.out}", err=True)
         for name, why in failed.items():
             typer.echo(f"error: {name}: {why}", err=True)
         raise typer.Exit(1 if failed else 0)
@@ -164,7 +189,7 @@ def _registered(console, a) -> None:
         console.print(f"- {r.name}: {r.verdict}", highlight=False)
 
 
-def _requested(algos, clip, seeds, train_args: list[str]):
+def _requested(algos, clip, seeds, v: Values, train_args: list[str]):
     """The requested Sweep, with every option checked before any run starts."""
     from dhpo_suite.train import sweep as sw
 
@@ -184,11 +209,19 @@ def _requested(algos, clip, seeds, train_args: list[str]):
         raise sw.SweepError(f"--clip: {bad[0]!r} is not one of: branch, unified")
     if clips and not any(a.startswith("dhpo") for a in names):
         raise sw.SweepError("--clip: only DHPO objectives have a clip mode; none is in --algos")
-    for arg in train_args:
-        if arg.split("=")[0] in sw.RESERVED:
-            raise sw.SweepError(f"{arg.split('=')[0]}: set by the sweep for each run; not a pass-through option")
-    steps = _check_train_args(names, clips, seed_list[0], train_args)
-    return sw.Sweep(names, clips, seed_list, tuple(train_args), steps)
+    _check_train_options(names, clips, seed_list[0], v.of(TrainConfig))
+    return sw.Sweep(names, clips, seed_list, tuple(train_args), int(v["steps"]))
+
+
+def _canonical(ctx: typer.Context, tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Stored train options as this command would write them now (their order and spelling normalised)."""
+    try:
+        parsed = ctx.command.make_context("sweep", ["OUT", *tokens], resilient_parsing=True)
+    except click.ClickException:
+        return tuple(tokens)
+    given = {p.name for p in ctx.command.params if p.name in parsed.params
+             and getattr(parsed.get_parameter_source(p.name), "name", None) == "COMMANDLINE"}
+    return tuple(to_argv(ctx.command.params, parsed.params, keep=lambda name: name in given - SweepArgs_FIELDS))
 
 
 def _read_prereg(path: Path) -> bytes:
@@ -213,24 +246,13 @@ def _digest(data: bytes) -> str:
     return digest(data)
 
 
-def _check_train_args(algos, clips, seed: int, train_args: list[str]) -> int:
-    """Parse the pass-through options as `dhpo-suite train` would and validate one config per objective
-    (errors name the option, as train's do). Returns the steps each run will take."""
+def _check_train_options(algos, clips, seed: int, values: dict) -> None:
+    """Validate one train config per objective and clip mode, as `dhpo-suite train` would (errors name the
+    option)."""
     from dhpo_suite.train import sweep as sw
-    from dhpo_suite.train.cli import register as register_train
-    from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
+    from dhpo_suite.train.embedded.config import ConfigError
     from dhpo_suite.train.objectives.registry import parse_hparams
 
-    probe = typer.Typer()
-    register_train(probe)
-    command = typer.main.get_command(probe)
-    try:
-        parsed = command.make_context("train", list(train_args), resilient_parsing=False)
-    except click.ClickException as e:
-        raise sw.SweepError(f"train option: {e.format_message()}") from None
-    if parsed.args:
-        raise sw.SweepError(f"unknown train option(s): {' '.join(parsed.args)} (see dhpo-suite train --help)")
-    values = {k: v for k, v in parsed.params.items() if k in TrainConfig.field_docs()}
     hp_pairs = list(values.pop("hparams", None) or [])  # `--hp key=value`: typed per objective, as train does
     for algo in algos:
         for clip in (clips if algo.startswith("dhpo") and clips else (None,)):
@@ -241,8 +263,7 @@ def _check_train_args(algos, clips, seed: int, train_args: list[str]) -> int:
             try:
                 TrainConfig(**{**values, "hparams": hparams, "algo": algo, "clip": clip, "seed": seed}).validate()
             except ConfigError as e:
-                raise sw.SweepError(f"--{e.field.replace('_', '-')}: {e.reason}") from None
-    return int(values["steps"])
+                raise sw.SweepError(f"{flag(e.field, SPELL)}: {e.reason}") from None
 
 
 def _fail(message: str) -> None:

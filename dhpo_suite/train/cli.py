@@ -1,32 +1,61 @@
 """`dhpo-suite train`: the embedded CPU trainer (default) or the verl backend.
 
-Options map one-to-one onto `TrainConfig` fields (help text = the field's docstring). The objective's
+Options are generated from `TrainConfig`'s and `TrainCommand`'s fields (dhpo_suite.config_cli). The objective's
 settings have one name each, its keyword: `--hp eps_low=0.1` (repeatable; any keyword of the objective)
 or, for the settings that have one, the same name as a flag (`--eps-low 0.1`). Both backends take them:
 with `--backend verl` they become verl overrides (verl_backend/hparams.py; an extra `key=value` argument
-for the same key must agree). The extra `key=value` arguments are forwarded as Hydra overrides to `dhpo_suite.train.verl_backend.launch.run` with
-`--algo`, `--preset`, `--out`, `--dry-run`.
+for the same key must agree). The extra `key=value` arguments are forwarded as Hydra overrides to
+`dhpo_suite.train.verl_backend.launch.run` with `--algo`, `--preset`, `--out`, `--dry-run`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
+from dhpo_suite.config_cli import Spell, Values, config_command, flag
 from dhpo_suite.train.embedded.config import NAMED_HPARAMS, ConfigError, TrainConfig
 
-__all__ = ["register"]
+__all__ = ["SPELL", "TrainCommand", "register"]
 
-_DOC = TrainConfig.field_docs()
+
+@dataclass(frozen=True)
+class TrainCommand:
+    """The command's own options (not part of a run's configuration)."""
+
+    preset: str = "qwen3-1.7b"
+    """verl backend: cluster preset (dhpo_suite/train/verl_backend/presets)."""
+    dry_run: bool = False
+    """verl backend: print the command and config only."""
+    no_progress: bool = False
+    """No progress bar (logs only)."""
+
+
+def _objective_names() -> tuple[str, ...]:
+    from dhpo_suite.train.objectives import OBJECTIVES  # imports torch: when a value is parsed, not at --help
+
+    return OBJECTIVES
+
+
+def _task_names() -> tuple[str, ...]:
+    from dhpo_suite.tasks import TASKS
+
+    return tuple(TASKS)
+
+
 _VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps", "hparams", *NAMED_HPARAMS)
-_FLAGS = {"hparams": "--hp"}  # fields whose option is not --<field-name>
-
-
-def _opt(field: str, *names: str) -> Any:
-    return typer.Option(getattr(TrainConfig(), field), *names, help=_DOC[field], show_default=True)
+SPELL = {
+    "algo": Spell(choices=_objective_names),
+    "task": Spell(choices=_task_names, listed=_task_names),
+    "backend": Spell(choices=lambda: ("embedded", "verl")),
+    "hparams": Spell(names=("--hp",), repeat=True),
+    "group_size": Spell(names=("-G",)),
+}
+"""How the fields that need more than `--field-name` are spelled (dhpo_suite.config_cli)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -35,74 +64,25 @@ def register(app: typer.Typer) -> None:
              "a CPU in a few minutes. Extra key=value arguments go to verl (--backend verl).",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     )
-    def train(
-        ctx: typer.Context,
-        algo: str = _opt("algo", "--algo"),
-        clip: Optional[str] = _opt("clip", "--clip"),
-        eps_low: Optional[float] = _opt("eps_low", "--eps-low"),
-        eps_high: Optional[float] = _opt("eps_high", "--eps-high"),
-        seq_eps_low: Optional[float] = _opt("seq_eps_low", "--seq-eps-low"),
-        seq_eps_high: Optional[float] = _opt("seq_eps_high", "--seq-eps-high"),
-        loss_agg_mode: Optional[str] = _opt("loss_agg_mode", "--loss-agg-mode"),
-        hparams: Optional[list[str]] = typer.Option(None, "--hp", metavar="KEY=VALUE", help=_DOC["hparams"]),
-        group_size: int = _opt("group_size", "--group-size", "-G"),
-        prompts_per_step: int = _opt("prompts_per_step", "--prompts-per-step"),
-        ppo_epochs: int = _opt("ppo_epochs", "--ppo-epochs"),
-        mini_batches: int = _opt("mini_batches", "--mini-batches"),
-        micro_batch: Optional[int] = _opt("micro_batch", "--micro-batch"),
-        lr: float = _opt("lr", "--lr"),
-        warmup_steps: int = _opt("warmup_steps", "--warmup-steps"),
-        weight_decay: float = _opt("weight_decay", "--weight-decay"),
-        max_grad_norm: float = _opt("max_grad_norm", "--max-grad-norm"),
-        steps: int = _opt("steps", "--steps"),
-        seed: int = _opt("seed", "--seed"),
-        model: str = _opt("model", "--model"),
-        task: str = _opt("task", "--task"),
-        out: Optional[str] = _opt("out", "--out"),
-        resume: bool = _opt("resume", "--resume"),
-        max_new_tokens: Optional[int] = _opt("max_new_tokens", "--max-new-tokens"),
-        temperature: float = _opt("temperature", "--temperature"),
-        checkpoint_every: int = _opt("checkpoint_every", "--checkpoint-every"),
-        eval_every: int = _opt("eval_every", "--eval-every"),
-        eval_prompts: int = _opt("eval_prompts", "--eval-prompts"),
-        train_pool: int = _opt("train_pool", "--train-pool"),
-        sft_target: float = _opt("sft_target", "--sft-target"),
-        sft_max_steps: int = _opt("sft_max_steps", "--sft-max-steps"),
-        chunk_tokens: int = _opt("chunk_tokens", "--chunk-tokens"),
-        device: str = _opt("device", "--device"),
-        precision: str = _opt("precision", "--precision"),
-        threads: int = _opt("threads", "--threads"),
-        grader_workers: int = _opt("grader_workers", "--grader-workers"),
-        reward_unmarked: float = _opt("reward_unmarked", "--reward-unmarked"),
-        backend: str = _opt("backend", "--backend"),
-        logger: str = _opt("logger", "--logger"),
-        preset: str = typer.Option("qwen3-1.7b", "--preset", help="verl backend: cluster preset."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="verl backend: print the command and config only."),
-        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (logs only)."),
-    ) -> None:
-        values = {k: v for k, v in locals().items() if k in _DOC}
-        if resume and out and "algo" not in _given(ctx):  # the run's objective: its settings are checked against it
-            values["algo"] = _stored_algo(out) or algo
-        values["hparams"] = _parse_hp(values["algo"], hparams or [])
+    @config_command(TrainConfig, TrainCommand, spell=SPELL)
+    def train(ctx: typer.Context, v: Values) -> None:
+        values, cmd = v.of(TrainConfig), TrainCommand(**v.of(TrainCommand))
+        given = v.given & values.keys()
+        if values["resume"] and values["out"] and "algo" not in given:  # its settings are checked against it
+            values["algo"] = _stored_algo(values["out"]) or values["algo"]
+        values["hparams"] = _parse_hp(values["algo"], values["hparams"] or [])
         try:
             cfg = TrainConfig(**values).validate()
         except ConfigError as e:
             _fail(_flag(e))
         if cfg.backend == "verl":
-            verl_steps = cfg.steps if "steps" in _given(ctx) else None  # else the preset decides
-            raise typer.Exit(_run_verl(cfg, preset, dry_run, list(ctx.args), verl_steps))
+            verl_steps = cfg.steps if "steps" in given else None  # else the preset decides
+            raise typer.Exit(_run_verl(cfg, cmd.preset, cmd.dry_run, list(ctx.args), verl_steps))
         if ctx.args:
             _fail(f"unknown option(s) for the embedded backend: {' '.join(ctx.args)} (see dhpo-suite train --help)")
-        if dry_run:
+        if cmd.dry_run:
             _fail("--dry-run applies to --backend verl only")
-        _run_embedded(cfg, show_progress=not no_progress, explicit=_given(ctx))
-
-
-def _given(ctx: typer.Context) -> frozenset[str]:
-    """Config fields the user gave (command line or environment), defaults or not: on --resume each one must
-    match the stored run."""
-    given = ("COMMANDLINE", "ENVIRONMENT")  # ParameterSource names (typer vendors click)
-    return frozenset(k for k in _DOC if getattr(ctx.get_parameter_source(k), "name", None) in given)
+        _run_embedded(cfg, show_progress=not cmd.no_progress, explicit=frozenset(given))
 
 
 def _stored_algo(out: str) -> str | None:
@@ -130,7 +110,7 @@ def _parse_hp(algo: str, pairs: list[str]) -> dict[str, Any]:
 
 def _flag(e: ConfigError) -> str:
     """A ConfigError as the user typed it: `--group-size: must be ...`."""
-    return f"{_FLAGS.get(e.field, '--' + e.field.replace('_', '-'))}: {e.reason}"
+    return f"{flag(e.field, SPELL)}: {e.reason}"
 
 
 def _fail(message: str) -> NoReturn:
@@ -153,9 +133,10 @@ def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str
 def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], steps: int | None = None) -> int:
     """Forward to the verl backend; embedded-only options set away from their defaults are an error."""
     default = TrainConfig()
-    embedded_only = [k for k in _DOC if k not in _VERL_FORWARDED and getattr(cfg, k) != getattr(default, k)]
+    embedded_only = [f.name for f in fields(TrainConfig)
+                     if f.name not in _VERL_FORWARDED and getattr(cfg, f.name) != getattr(default, f.name)]
     if embedded_only:
-        names = ", ".join("--" + k.replace("_", "-") for k in embedded_only)
+        names = ", ".join(flag(k, SPELL) for k in embedded_only)
         _fail(f"{names}: embedded-backend option(s); with --backend verl pass verl overrides as key=value "
               f"arguments (see docs/verl.md)")
     from dhpo_suite.train.verl_backend.hparams import hparam_overrides

@@ -30,8 +30,6 @@ __all__ = ["Cell", "Sweep", "SweepError", "cell_state", "default_workers", "load
 
 SWEEP_FILE = "sweep.json"
 SWEEP_VERSION = 1
-# Options the sweep sets itself for each cell: passing them through would contradict the grid.
-RESERVED = ("--algo", "--clip", "--seed", "--out", "--resume", "--threads", "--no-progress", "--backend")
 
 
 class SweepError(ValueError):

