@@ -4,7 +4,6 @@ commands list exactly those fields, with the field's docstring as help, and know
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import pytest
 import typer
@@ -48,18 +47,14 @@ def test_help_lists_exactly_the_dataclass_fields(name):
             assert " ".join(doc.split()[:4]) in help_text, field
 
 
-def test_the_objective_names_in_the_help_are_the_registry():
-    from dhpo_suite.train.objectives import OBJECTIVES
-
-    listed = re.search(r"\(([^)]*)\)", field_docs(TrainConfig)["algo"]).group(1)  # type: ignore[union-attr]
-    assert set(listed.split(", ")) == set(OBJECTIVES)
-
-
 def test_a_name_outside_the_registry_is_one_line_naming_the_option():
     result = CliRunner().invoke(app, ["train", "--algo", "ppo"])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and "--algo" in lines[0] and "'ppo' is not one of" in lines[0] and "grpo" in lines[0]
+    assert len(lines) == 1 and "--algo" in lines[0] and "'ppo' is not one of" in lines[0]
+    from dhpo_suite.train.objectives import OBJECTIVES
+
+    assert lines[0].split("is not one of: ")[1].split(" (see")[0].split(", ") == list(OBJECTIVES)
 
 
 @dataclasses.dataclass(frozen=True)

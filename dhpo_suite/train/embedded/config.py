@@ -39,7 +39,8 @@ class TrainConfig:
     """One embedded training run (RL with a clipped-surrogate objective on a verifiable task)."""
 
     algo: str = "dhpo-e"
-    """Objective name from the objective library (dhpo-e, dhpo-a, dhpo, grpo, gspo, gmpo, cispo, sapo)."""
+    """Objective from the objective library, e.g. dhpo-e, dhpo-a, grpo, gspo, gmpo, cispo (an unknown name lists
+    them all: reading the library imports torch, which --help does not)."""
     clip: str | None = None
     """DHPO clipping: "branch" (each branch in its own trust region, the paper) or "unified"; None: default."""
     eps_low: float | None = None
