@@ -12,7 +12,7 @@ _HOMES = {
     "TelemetrySpec": "telemetry_spec",
     "FORMAT_VERSION": "format", "Problem": "format", "RunFormatError": "format", "checkpoint_path": "format",
     "is_checkpoint_complete": "format",
-    "Manifest": "manifest", "read_manifest": "manifest",
+    "Manifest": "manifest", "read_manifest": "manifest", "SHARED_HPARAMS": "manifest", "run_hparams": "manifest",
     "METRICS": "metrics", "describe": "metrics",
     "RunReader": "reader", "RunSummary": "reader", "list_runs": "reader",
     "Histogram": "records", "StepRecord": "records",

@@ -9,12 +9,18 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .format import FORMAT_VERSION, MANIFEST, RunFormatError
 from .json_text import loads_bounded
 
-__all__ = ["Manifest", "STATUSES", "package_versions", "git_revision", "read_manifest", "utc_now"]
+__all__ = ["Manifest", "SHARED_HPARAMS", "STATUSES", "package_versions", "git_revision", "read_manifest",
+           "run_hparams", "utc_now"]
+
+SHARED_HPARAMS = ("lr", "weight_decay", "warmup_steps", "max_grad_norm", "group_size", "prompts_per_step",
+                  "ppo_epochs", "mini_batches")
+"""The optimisation settings every backend records in `hparams` under these names (None where a backend cannot
+know one), so runs of either backend group and compare by the same keys (dashboard, `compare`)."""
 
 STATUSES = ("running", "completed", "failed", "interrupted")
 """`running` is also what a killed (SIGKILL) run leaves behind; the reader cannot tell the two apart except by
@@ -117,6 +123,15 @@ def git_revision(cwd: Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{sha}-dirty" if dirty else sha
+
+
+def run_hparams(objective: Mapping[str, Any], shared: Mapping[str, Any], **backend: Any) -> dict[str, Any]:
+    """A manifest's `hparams`: the objective's resolved settings, then SHARED_HPARAMS (each one, from `shared`;
+    a missing one is None), then the backend's own (`precision`, `preset`)."""
+    unknown = set(shared) - set(SHARED_HPARAMS)
+    if unknown:
+        raise ValueError(f"not shared hyper-parameters: {sorted(unknown)} (SHARED_HPARAMS: {SHARED_HPARAMS})")
+    return {**objective, **{k: shared.get(k) for k in SHARED_HPARAMS}, **backend}
 
 
 def read_manifest(run_dir: Path | str) -> Manifest:

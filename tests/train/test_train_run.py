@@ -33,6 +33,9 @@ def test_run_directory_is_complete(ci_run, ci_config):
     assert (m.algorithm, m.backend, m.task, m.status) == ("dhpo-e", "embedded", "arithmetic", "completed")
     assert TrainConfig(**m.config) == ci_config(ci_run.run_dir)  # the resolved config, whole
     assert m.hparams["mixing"] == "entropy" and m.hparams["lr"] == 1e-4
+    from dhpo_suite.runs import SHARED_HPARAMS  # the keys the verl backend records too (tests/verl/test_launch.py)
+
+    assert {k: m.hparams[k] for k in SHARED_HPARAMS} == {k: m.config[k] for k in SHARED_HPARAMS}
     assert r.steps() == list(range(1, CI_STEPS + 1))
     s = r.scalars()
     for col in ("reward/mean", "entropy/mean", "w/mean", "clip/token/binding", "clip/sequence/outside_high",

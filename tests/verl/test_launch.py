@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dhpo_suite.runs import RunReader, read_manifest
+from dhpo_suite.runs import SHARED_HPARAMS, RunReader, read_manifest
 from dhpo_suite.runs.lock import holder_of
 from dhpo_suite.testing.load import scaled
 from dhpo_suite.train.verl_backend.data import INSTRUCTION
@@ -110,6 +110,12 @@ def test_two_real_steps_through_verls_v1_trainer(dhpo_e_run):
     m = reader.manifest
     assert (m.status, m.backend, m.algorithm) == ("completed", "verl", "dhpo-e")
     assert m.config["trainer"]["total_epochs"] == 2  # 1 step per epoch here: the epoch bound must not stop it
+    shared = {k: m.hparams[k] for k in SHARED_HPARAMS}  # the embedded trainer's keys, from verl's config (SMALL)
+    actor = m.config["actor_rollout_ref"]["actor"]
+    assert shared == {"lr": actor["optim"]["lr"], "weight_decay": actor["optim"]["weight_decay"], "warmup_steps": 0,
+                      "max_grad_norm": actor["grad_clip"], "group_size": 2, "prompts_per_step": 2, "ppo_epochs": 1,
+                      "mini_batches": 1}
+    assert actor["optim"]["weight_decay"] == 0.1  # the preset's, as Appendix D
 
 
 def test_the_losss_settings_are_printed_once_at_start_up(dhpo_e_run):

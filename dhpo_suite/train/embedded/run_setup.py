@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dhpo_suite.models import local, smollm2
 from dhpo_suite.models.local import load_model
-from dhpo_suite.runs.manifest import Manifest
+from dhpo_suite.runs.manifest import SHARED_HPARAMS, Manifest, run_hparams
 from dhpo_suite.runs.telemetry_spec import TelemetrySpec
 from dhpo_suite.runs.writer import RunWriter
 from dhpo_suite.tasks import Task, get_task
@@ -110,12 +110,8 @@ def build(cfg: TrainConfig, base_dir: Path, pool: GraderPool, log: Callable[[str
         log(f"resuming from {last.path} (step {start - 1})")
     problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
     spec = TelemetrySpec(max_response_length=max_new)
-    manifest = Manifest(algorithm=cfg.algo, hparams={**objective.hparams, "lr": cfg.lr, "group_size": cfg.group_size,
-                                                     "prompts_per_step": cfg.prompts_per_step,
-                                                     "ppo_epochs": cfg.ppo_epochs, "mini_batches": cfg.mini_batches,
-                                                     "warmup_steps": cfg.warmup_steps,
-                                                     "max_grad_norm": cfg.max_grad_norm,
-                                                     "precision": compute.precision},
+    shared = {k: getattr(cfg, k) for k in SHARED_HPARAMS}
+    manifest = Manifest(algorithm=cfg.algo, hparams=run_hparams(objective.hparams, shared, precision=compute.precision),
                         model=str(base_dir), task=cfg.task, backend="embedded", seed=cfg.seed,
                         config=cfg.to_dict(), telemetry=spec.to_dict())
     return Trainer(cfg=cfg, task=task, model=model, tokenizer=tokenizer, objective=objective, optimizer=optimizer,

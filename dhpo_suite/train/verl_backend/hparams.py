@@ -191,3 +191,16 @@ def objective_hparams(name: str, config: Any, loss_agg_mode: str | None = None) 
         raise ValueError(f"verl passed loss_agg_mode={loss_agg_mode!r} but actor.loss_agg_mode resolves to "
                          f"{hparams['loss_agg_mode']!r}")
     return hparams
+
+
+def verl_shared_hparams(actor: Any, train_batch_size: int | None = None) -> dict[str, Any]:
+    """The run's SHARED_HPARAMS (runs/manifest.py) read from verl's actor config. `train_batch_size` (prompts
+    per step) is the trainer's `data.train_batch_size`, which a worker's actor config does not hold: without it
+    prompts_per_step and mini_batches are None (a plain verl launch, whose manifest the worker writes)."""
+    optim = getattr(actor, "optim", None)
+    mini = getattr(actor, "ppo_mini_batch_size", None)
+    return {"lr": getattr(optim, "lr", None), "weight_decay": getattr(optim, "weight_decay", None),
+            "warmup_steps": getattr(optim, "lr_warmup_steps", None), "max_grad_norm": getattr(actor, "grad_clip", None),
+            "group_size": getattr(actor, "rollout_n", None), "ppo_epochs": getattr(actor, "ppo_epochs", None),
+            "prompts_per_step": train_batch_size,
+            "mini_batches": train_batch_size // mini if train_batch_size and mini else None}

@@ -31,6 +31,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Sequence
 
+from dhpo_suite.train.verl_backend.override_syntax import override_keys, override_value, split_override
 from dhpo_suite.train.verl_backend.supervise import RUN_MARKER, supervise
 
 __all__ = ["LaunchError", "Plan", "plan", "run", "default_run_dir", "finish", "supervise", "RUN_MARKER"]
@@ -63,25 +64,11 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def _keys(overrides: Sequence[str]) -> set[str]:
-    return {o.lstrip("+~").split("=", 1)[0] for o in overrides}
-
-
-def _value_of(overrides: Sequence[str], key: str) -> str | None:
-    """The value the last of `overrides` gives `key` (None: not set there)."""
-    found = None
-    for o in overrides:
-        k, _, v = o.lstrip("+~").partition("=")
-        if k == key:
-            found = v
-    return found
-
-
 def _check_one_value(settings: Sequence[str], user: Sequence[str]) -> None:
     """A setting given as a flag (`--eps-high`, `--hp`) and again as a verl override must agree."""
     for o in settings:
-        key, _, value = o.lstrip("+").partition("=")
-        theirs = _value_of(user, key)
+        _, key, value = split_override(o)
+        theirs = override_value(user, key)
         if theirs is not None and theirs != value:
             raise LaunchError(f"{key}={theirs} contradicts the flag that set it to {value} "
                               f"(--hp/--eps-* become {key}): give it once")
@@ -89,11 +76,11 @@ def _check_one_value(settings: Sequence[str], user: Sequence[str]) -> None:
 
 def _merge_user_overrides(generated: list[str], user: Sequence[str]) -> list[str]:
     """Append user overrides; `+key=v` for a key we already generated becomes `key=v` (Hydra would refuse)."""
-    ours = {o.lstrip("+").split("=", 1)[0] for o in generated}
+    ours = override_keys(generated)
     fixed = []
     for o in user:
-        key = o.lstrip("+").split("=", 1)[0]
-        fixed.append(o.lstrip("+") if o.startswith("+") and not o.startswith("++") and key in ours else o)
+        prefix, key, _ = split_override(o)
+        fixed.append(o[1:] if prefix == "+" and key in ours else o)
     return generated + fixed
 
 
@@ -145,9 +132,9 @@ def plan(
         cfg = compose(args)
     except Exception as e:  # hydra's override/config errors
         raise LaunchError(_override_error(e)) from None
-    args += _derived(cfg, _keys(overrides), p)
+    args += _derived(cfg, override_keys(overrides), p)
     try:
-        resolution = check(cfg, frozenset(_keys(args)), inputs=check_inputs)
+        resolution = check(cfg, override_keys(args), inputs=check_inputs)
     except StartupError as e:
         raise LaunchError(str(e)) from None
     try:
@@ -196,11 +183,11 @@ def _check_inputs_early(model: str, paths: Any, overrides: Sequence[str]) -> Non
 
     key = "actor_rollout_ref.model.path"
     try:
-        check_model_path(_value_of(overrides, key) or model, key)
+        check_model_path(override_value(overrides, key) or model, key)
     except StartupError as e:
         raise LaunchError(str(e)) from None
     for name, default in (("train_files", paths.train_files), ("val_files", paths.val_files)):
-        value = _value_of(overrides, f"data.{name}") or default
+        value = override_value(overrides, f"data.{name}") or default
         files = [f.strip(" '\"") for f in value.strip("[]").split(",")] if value.startswith("[") else [value]
         for f in files:
             if "://" not in f and not Path(f).expanduser().is_file():
@@ -233,8 +220,9 @@ def _open_run(pl: Plan):
     """Write the run directory's manifest (resolved config included); the workers append steps."""
     from omegaconf import OmegaConf
 
-    from dhpo_suite.runs import Manifest, RunWriter, TelemetrySpec
+    from dhpo_suite.runs import Manifest, RunWriter, TelemetrySpec, run_hparams
     from dhpo_suite.runs.format import manifest_path
+    from dhpo_suite.train.verl_backend.hparams import verl_shared_hparams
     from dhpo_suite.train.verl_backend.overrides import validate
 
     actor = validate(pl.config)["actor"]
@@ -242,7 +230,7 @@ def _open_run(pl: Plan):
     spec = TelemetrySpec(**dict(actor.policy_loss.telemetry or {}))
     manifest = Manifest(
         algorithm=pl.algorithm,
-        hparams={**hparams, "preset": pl.preset, "lr": actor.optim.lr},
+        hparams=run_hparams(hparams, verl_shared_hparams(actor, pl.config.data.train_batch_size), preset=pl.preset),
         model=str(pl.config.actor_rollout_ref.model.path),
         task=str(pl.config.data.train_files),
         backend="verl",

@@ -272,9 +272,9 @@ def _writer(config: Any, spec: TelemetrySpec) -> RunWriter:
 
 def _manifest(config: Any, spec: TelemetrySpec) -> Manifest:
     """The run's manifest: the launcher's (if it wrote one) or one built from the actor config."""
-    from dhpo_suite.runs import Manifest, read_manifest
+    from dhpo_suite.runs import Manifest, read_manifest, run_hparams
     from dhpo_suite.runs.format import manifest_path
-    from dhpo_suite.train.verl_backend.hparams import objective_hparams
+    from dhpo_suite.train.verl_backend.hparams import objective_hparams, verl_shared_hparams
 
     run_dir = Path(config.policy_loss.run_dir)
     if manifest_path(run_dir).exists():
@@ -284,7 +284,7 @@ def _manifest(config: Any, spec: TelemetrySpec) -> Manifest:
     model = getattr(getattr(config, "model_config", None), "path", "") or ""
     return Manifest(
         algorithm=name,
-        hparams=objective_hparams(name, config, config.loss_agg_mode),
+        hparams=run_hparams(objective_hparams(name, config, config.loss_agg_mode), verl_shared_hparams(config)),
         model=str(model),
         backend="verl",
         telemetry=spec.to_dict(),

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from dhpo_suite.train.verl_backend.names import GLOBAL_STEP_KEY
+from dhpo_suite.train.verl_backend.override_syntax import override_keys
 from dhpo_suite.train.verl_backend.state import STATE
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def command_line_keys() -> frozenset[str] | None:
 
     if not HydraConfig.initialized():
         return None
-    return frozenset(o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task)
+    return override_keys(HydraConfig.get().overrides.task)
 
 
 @functools.lru_cache(maxsize=1)
