@@ -77,15 +77,22 @@ def commands(data: Path, doc: Path, figures: Path, notes: Path | None, also: lis
 
 
 def cost(data: Path) -> str:
-    """Median wall time of a run and the span of the sweep, from the runs' start and end times."""
+    """Median wall time of a run and how long runs were running (the union of their intervals: a sweep resumed
+    later does not count the hours between), from the runs' start and end times."""
     runs = kept.run_table(data).dropna(subset=["started_at", "ended_at"])
     if runs.empty:
         return "wall times not recorded"
     start, end = pd.to_datetime(runs["started_at"]), pd.to_datetime(runs["ended_at"])
     per_run = (end - start).dt.total_seconds().to_numpy() / 60
-    total = (end.max() - start.min()).total_seconds() / 60
-    return (f"a run took {np.median(per_run):.1f} min (median; {per_run.min():.1f}-{per_run.max():.1f} min); the "
-            f"sweep's runs spanned {total:.0f} min, ending {end.max():%Y-%m-%d}")
+    busy, until = 0.0, None
+    for s, e in sorted(zip(start, end)):
+        if until is None or s > until:
+            busy, until = busy + (e - s).total_seconds(), e
+        elif e > until:
+            busy, until = busy + (e - until).total_seconds(), e
+    return (f"a run took {np.median(per_run):.1f} min (median; {per_run.min():.1f}-{per_run.max():.1f} min, with "
+            f"however many runs shared the machine); runs were running for {busy / 60:.0f} min in all, ending "
+            f"{end.max():%Y-%m-%d} (benchmarks/RESULTS.md has the measured cost)")
 
 
 def paired_curves(scalars: pd.DataFrame, arm: str, baseline: str, series: str, smooth: int) -> pd.DataFrame:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dhpo_suite.dashboard.collapse import detect_collapse
-from dhpo_suite.runs import RunFormatError, RunReader, list_runs
+from dhpo_suite.runs import SHARED_HPARAMS, RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
 __all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences",
@@ -163,19 +163,21 @@ def _stack(runs: list[tuple]) -> pd.DataFrame:
 
 
 def run_labels(manifests: list) -> list[str]:
-    """run_label of each run, plus `-key=value` for every objective setting the run gave explicitly (`--hp`)
-    whose resolved value differs between runs of the same label: a GRPO 0.2/0.28 control beside plain GRPO is
-    `grpo-eps_high=0.28`, while a setting every run shares names no one."""
+    """run_label of each run, plus `-key=value` for every setting that differs between runs of the same label
+    and that the run gave explicitly (`--hp`) or is an optimisation setting (runs.SHARED_HPARAMS): a GRPO
+    0.2/0.28 control beside plain GRPO is `grpo-eps_high=0.28`; DHPO-E runs at two lrs are
+    `dhpo-e-branch-lr=0.0001` and `dhpo-e-branch-lr=4e-05` (never averaged together); a setting every run
+    shares names no one (nor one a run did not record)."""
     base = [run_label_of(m) for m in manifests]
     varying: dict[str, set[str]] = {}
     for label, m in zip(base, manifests):
         for other_label, other in zip(base, manifests):
             if other_label == label:
                 varying.setdefault(label, set()).update(
-                    k for k in set(m.hparams) | set(other.hparams) if m.hparams.get(k) != other.hparams.get(k))
+                    k for k in set(m.hparams) & set(other.hparams) if m.hparams[k] != other.hparams[k])
     out = []
     for label, m in zip(base, manifests):
-        given = (m.config or {}).get("hparams") or {}
+        given = set((m.config or {}).get("hparams") or {}) | set(SHARED_HPARAMS)
         extra = [f"{k}={m.hparams[k]}" for k in sorted(varying.get(label, ())) if k in given and k in m.hparams]
         out.append("-".join([label, *extra]))
     return out

@@ -140,3 +140,19 @@ def test_compare_cli_prints_tables_and_names_unfinished_runs(tmp_path):
     empty = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(tmp_path / "m.csv")],
                            capture_output=True, text=True, timeout=120)
     assert empty.returncode == 2 and "not a directory" in empty.stderr
+
+
+def test_runs_at_another_lr_are_their_own_label_never_averaged(tmp_path):
+    """An optimisation setting (runs.SHARED_HPARAMS) that differs between runs of one objective names their
+    labels, given explicitly or not (no run is the reference: the lr 1e-4 runs are named too, so a contrast
+    written for plain `dhpo-e-branch` finds no arm rather than a mix); a key only some runs recorded (older runs
+    lack weight_decay) names no one."""
+    from dhpo_suite.science.compare import run_labels
+
+    def manifest(algo, **hp):
+        return Manifest(algorithm=algo, hparams={"clip": "branch", **hp}, config={"hparams": {}})
+
+    runs = [manifest("dhpo-e", lr=1e-4), manifest("dhpo-e", lr=4e-5, weight_decay=0.1),
+            manifest("dhpo-e", lr=1e-4, weight_decay=0.1), manifest("grpo", lr=1e-4)]
+    assert run_labels(runs) == ["dhpo-e-branch-lr=0.0001", "dhpo-e-branch-lr=4e-05", "dhpo-e-branch-lr=0.0001",
+                                "grpo"]
