@@ -143,10 +143,3 @@ def answer_tag(text: str) -> str | None:
 def _math_states(sentence: str, shape: str) -> bool:
     """A math segment in the sentence holds a relation (`$2+\\frac53+1=\\frac{14}{3}$`)."""
     return "\0" in shape and bool(re.search(r"=|\\approx|\\[lg]t?e?q?\b|\\neq?|\\in\b|[<>]", sentence))
-
-
-def _unclosed_math(tail: str) -> bool:
-    singles = len(re.findall(r"(?<!\\)\$", tail))
-    opened = tail.count("\\(") + tail.count("\\[")
-    closed = tail.count("\\)") + tail.count("\\]")
-    return singles % 2 == 1 or opened > closed
