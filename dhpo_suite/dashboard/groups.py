@@ -7,8 +7,9 @@ run is never averaged with lr 1e-4 GRPO seeds. Two runs in one group differ only
 settings that do not change what is trained: output folder, threads, logging cadence, device).
 
 A group's label starts with `dhpo-suite compare`'s own label of its runs (`science.compare.run_labels`:
-the algorithm, the clip mode for DHPO, a varying `--hp` setting), so a sweep that varies only those reads exactly as in
-`compare`; every other differing setting is appended (`grpo · lr=0.002`). Pure functions, no Streamlit.
+the algorithm, the clip mode for DHPO, a varying `--hp` setting, a varying optimisation setting such as
+`grpo · lr=0.002`), so a sweep that varies only those reads exactly as in `compare`; every other differing
+setting is appended the same way (`· model=...`). Pure functions, no Streamlit.
 """
 
 from __future__ import annotations

@@ -163,11 +163,11 @@ def _stack(runs: list[tuple]) -> pd.DataFrame:
 
 
 def run_labels(manifests: list) -> list[str]:
-    """run_label of each run, plus `-key=value` for every setting that differs between runs of the same label
-    and that the run gave explicitly (`--hp`) or is an optimisation setting (runs.SHARED_HPARAMS): a GRPO
-    0.2/0.28 control beside plain GRPO is `grpo-eps_high=0.28`; DHPO-E runs at two lrs are
-    `dhpo-e-branch-lr=0.0001` and `dhpo-e-branch-lr=4e-05` (never averaged together); a setting every run
-    shares names no one (nor one a run did not record)."""
+    """run_label of each run, plus every setting that differs between runs of the same label: `-key=value` for
+    an objective setting the run gave explicitly (`--hp`; a GRPO 0.2/0.28 control beside plain GRPO is
+    `grpo-eps_high=0.28`), ` · key=value` for an optimisation setting (runs.SHARED_HPARAMS, as the dashboard's
+    groups name them: DHPO-E runs at two lrs are `dhpo-e-branch · lr=0.0001` and `dhpo-e-branch · lr=4e-05`,
+    never averaged together). A setting every run shares names no one, nor one that not every run recorded."""
     base = [run_label_of(m) for m in manifests]
     varying: dict[str, set[str]] = {}
     for label, m in zip(base, manifests):
@@ -177,9 +177,12 @@ def run_labels(manifests: list) -> list[str]:
                     k for k in set(m.hparams) & set(other.hparams) if m.hparams[k] != other.hparams[k])
     out = []
     for label, m in zip(base, manifests):
-        given = set((m.config or {}).get("hparams") or {}) | set(SHARED_HPARAMS)
-        extra = [f"{k}={m.hparams[k]}" for k in sorted(varying.get(label, ())) if k in given and k in m.hparams]
-        out.append("-".join([label, *extra]))
+        given = (m.config or {}).get("hparams") or {}
+        keys = sorted(varying.get(label, ()))
+        hp = [f"{k}={m.hparams[k]}" for k in keys if k in given]
+        shared = [f"{k}={m.hparams[k]:g}" if isinstance(m.hparams[k], float) else f"{k}={m.hparams[k]}"
+                  for k in keys if k in SHARED_HPARAMS and k not in given]
+        out.append(" · ".join(["-".join([label, *hp]), *shared]))
     return out
 
 

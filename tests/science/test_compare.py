@@ -144,9 +144,9 @@ def test_compare_cli_prints_tables_and_names_unfinished_runs(tmp_path):
 
 def test_runs_at_another_lr_are_their_own_label_never_averaged(tmp_path):
     """An optimisation setting (runs.SHARED_HPARAMS) that differs between runs of one objective names their
-    labels, given explicitly or not (no run is the reference: the lr 1e-4 runs are named too, so a contrast
-    written for plain `dhpo-e-branch` finds no arm rather than a mix); a key only some runs recorded (older runs
-    lack weight_decay) names no one."""
+    labels as the dashboard's groups do, given explicitly or not (no run is the reference: the lr 1e-4 runs are
+    named too, so a contrast written for plain `dhpo-e-branch` finds no arm rather than a mix); a key only some
+    runs recorded (older runs lack weight_decay) names no one."""
     from dhpo_suite.science.compare import run_labels
 
     def manifest(algo, **hp):
@@ -154,5 +154,5 @@ def test_runs_at_another_lr_are_their_own_label_never_averaged(tmp_path):
 
     runs = [manifest("dhpo-e", lr=1e-4), manifest("dhpo-e", lr=4e-5, weight_decay=0.1),
             manifest("dhpo-e", lr=1e-4, weight_decay=0.1), manifest("grpo", lr=1e-4)]
-    assert run_labels(runs) == ["dhpo-e-branch-lr=0.0001", "dhpo-e-branch-lr=4e-05", "dhpo-e-branch-lr=0.0001",
+    assert run_labels(runs) == ["dhpo-e-branch · lr=0.0001", "dhpo-e-branch · lr=4e-05", "dhpo-e-branch · lr=0.0001",
                                 "grpo"]
