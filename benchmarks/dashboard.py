@@ -60,8 +60,9 @@ def write_evals(run: Path, steps: int) -> None:
         benches = {}
         for bench in ("aime24", "math500"):
             recs = [dict(bench=bench, problem_id=f"{bench}-{p}", sample=s, prompt=f"Problem {p}", response="\\boxed{1}",
-                         n_tokens=100, finish_reason="stop", gold=["1"], extracted="1", correct=(p + s + step // 100) % 3 == 0,
-                         status="ok", reason="match") for p in range(10) for s in range(4)]
+                         n_tokens=100, finish_reason="stop", gold=["1"], extracted="1",
+                         correct=(p + s + step // 100) % 3 == 0, status="ok", reason="match")
+                    for p in range(10) for s in range(4)]
             with er.SampleWriter(er.samples_path(folder, bench)) as w:
                 w.write_batch(recs)
             benches[bench] = {"headline": "avg@4", "avg@4": sum(r["correct"] for r in recs) / len(recs)}

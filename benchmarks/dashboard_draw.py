@@ -75,8 +75,9 @@ def variants(figs: list[go.Figure]) -> dict[str, list[dict]]:
         panels.update_layout(height=320 * 4, showlegend=False, hovermode="x unified")
         return [json.loads(panels.to_json()), base[7]]
 
-    return {"as drawn": base, "7 panels as one figure": one_figure(), "no linear/log buttons": changed(no_buttons), "no raw curves": changed(no_raw),
-            "WebGL lines": changed(webgl), "no modebar": changed(lambda d: d.update(config={"displayModeBar": False})),
+    return {"as drawn": base, "7 panels as one figure": one_figure(), "no linear/log buttons": changed(no_buttons),
+            "no raw curves": changed(no_raw), "WebGL lines": changed(webgl),
+            "no modebar": changed(lambda d: d.update(config={"displayModeBar": False})),
             "static (no interaction)": changed(static)}
 
 

@@ -117,7 +117,8 @@ def category(gold: str) -> str:
     g = re.sub(r"(?<=\d), ?(?=\d{3}(?!\d))", "", g) if re.fullmatch(r"[-\\$]*\d{1,3}(?:, ?\d{3})+", g) else g
     if re.fullmatch(r"\\text\{\s*\(?[A-Za-z][A-Za-z ]*\)?\s*\}|[A-Za-z]{4,}|\(?[A-E]\)?", g):
         return "text"
-    if re.search(r"\\%|%|\\\$|\^\s*\{?\\circ|\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z/. ]+\}|\d\s*(?:cm|m|km|kg|s|g)\b", g):
+    if re.search(r"\\%|%|\\\$|\^\s*\{?\\circ|\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z/. ]+\}"
+                 r"|\d\s*(?:cm|m|km|kg|s|g)\b", g):
         return "units"
     if re.search(r"(?<![<>!\\])=|<|>|\\[lg]eq?\b|\\neq", g):
         return "equations"

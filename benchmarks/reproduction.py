@@ -172,7 +172,8 @@ def verdict_section(a: Analysis, doc: Path, figures: Path) -> list[str]:
     lines += ["", "## Manipulation checks", "", *[f"- {line}" for line in a.checks.lines], "",
               "## Contrasts", "", "Paired over the seeds both labels share: the mean difference (arm − baseline) "
               "with its 95 % Student-t interval (none below 3 seeds), the two-sided paired t-test p, the Holm "
-              "adjustment over the family of the p each verdict reads (the TOST p for an equality), the exact sign-flip permutation p, TOST p for a declared equality, and "
+              "adjustment over the family of the p each verdict reads (the TOST p for an equality), the exact "
+              "sign-flip permutation p, TOST p for a declared equality, and "
               "P(improvement): the chance that a run of the arm beats a run of the baseline in the claimed "
               "direction, over all pairs of runs.", "",
               markdown_rows(CONTRAST_HEADER, contrast_rows(a.contrasts)), "", "Power (80 %, two-sided α 0.05):", ""]
@@ -256,7 +257,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: --from-data: {data}: no {kept.RUNS_FILE} and {kept.SCALARS_FILE} (write them with "
                  f"`dhpo-suite compare SWEEP --export {data}`)")
     write_report(data, a.doc, a.figures, a.notes, a.also)
-    print(json.dumps({"doc": str(a.doc), "data": str(data), "figures": sorted(p.name for p in a.figures.glob("*.png"))}))
+    print(json.dumps({"doc": str(a.doc), "data": str(data),
+                      "figures": sorted(p.name for p in a.figures.glob("*.png"))}))
 
 
 if __name__ == "__main__":

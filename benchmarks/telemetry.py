@@ -164,7 +164,8 @@ def run_parts(args, tmp: Path) -> None:
 
     if 1 in args.parts:
         m = micro_step_cost(reps=10)
-        print(f"\n[1] micro-step (tiny Qwen3, {m['tokens']} response tokens): fwd+bwd {m['micro_step_s'] * 1e3:.1f} ms, "
+        print(f"\n[1] micro-step (tiny Qwen3, {m['tokens']} response tokens): "
+              f"fwd+bwd {m['micro_step_s'] * 1e3:.1f} ms, "
               f"add_update {m['add_update_s'] * 1e3:.2f} ms -> {100 * m['ratio']:.1f} % (budget 5 %); "
               f"to_record once per step {m['to_record_s'] * 1e3:.1f} ms")
     prompts = 64 if args.quick or 2 not in args.parts else 512

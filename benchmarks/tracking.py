@@ -121,7 +121,8 @@ def overhead(root: Path, steps: int, repeats: int) -> None:
           f"{', '.join(f'{x:.2f}' for x in first(mirrored))} s")
     print(f"training thread, submit per step:         {1e6 * submit / n:8.1f} us  "
           f"= {100 * submit / n / step:.4f} % of a step")
-    print(f"mirror thread, wall per step:             {1e3 * work / n:8.2f} ms  = {100 * work / n / step:.3f} % of a step")
+    print(f"mirror thread, wall per step:             {1e3 * work / n:8.2f} ms  "
+          f"= {100 * work / n / step:.3f} % of a step")
     print(f"mirror thread, CPU per step:              {1e3 * work_cpu / n:8.2f} ms  "
           f"= {100 * work_cpu / n / step:.3f} % of a step")
     print(f"W&B service process, CPU per run:         {service_s / repeats:8.2f} s  "

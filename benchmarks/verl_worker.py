@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         if any(r["objective"] == "verl:vanilla" for r in rows) else rows[0]
     # On a shared CPU, wall time is noisy: the ratio uses CPU time there (all threads of the process).
     key = "seconds" if gpu else "cpu_seconds"
-    print(f"{'loss':<14}{'telemetry':<11}{'fused':<7}{'step s':>9}{'cpu s':>8}{'x time':>8}{'peak GiB':>10}{'x mem':>8}")
+    print(f"{'loss':<14}{'telemetry':<11}{'fused':<7}{'step s':>9}{'cpu s':>8}"
+          f"{'x time':>8}{'peak GiB':>10}{'x mem':>8}")
     for r in rows:
         print(f"{r['objective']:<14}{str(r['telemetry']):<11}{str(r['fused']):<7}{r['seconds']:>9.3f}"
               f"{r['cpu_seconds']:>8.3f}{r[key] / base[key]:>8.2f}"

@@ -92,7 +92,8 @@ from dhpo_suite.train.verl_backend.names import loss_mode
 from dhpo_suite.train.verl_backend.registration import policy_losses
 
 assert "reinforce" in OBJECTIVES
-TrainConfig(algo="reinforce", hparams={"adv_scale": 2.0}).validate()  # dhpo-suite train --algo reinforce --hp adv_scale=2
+TrainConfig(algo="reinforce", hparams={"adv_scale": 2.0}).validate()  # dhpo-suite train --algo reinforce \
+--hp adv_scale=2
 try:
     TrainConfig(algo="reinforce", hparams={"eps_high": 0.3}).validate()
     raise SystemExit("a setting reinforce does not have was accepted")

@@ -35,7 +35,8 @@ def streamlit_argv(port: int, headless: bool, address: str) -> list[str]:
 def register(app: typer.Typer) -> None:
     @app.command(help="Open the Streamlit dashboard over a directory of runs.")
     def dashboard(
-        runs_dir: Path = typer.Argument(Path("runs"), metavar="RUNS_DIR", help="Directory holding one sub-directory per run."),
+        runs_dir: Path = typer.Argument(Path("runs"), metavar="RUNS_DIR",
+                                        help="Directory holding one sub-directory per run."),
         port: int = typer.Option(8501, help="Port to serve on."),
         address: str = typer.Option("localhost", help="Address to bind (0.0.0.0 to serve on the network)."),
         headless: bool = typer.Option(False, "--headless/--open", help="Do not open a browser window."),

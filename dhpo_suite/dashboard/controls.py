@@ -14,8 +14,8 @@ import streamlit as st
 from dhpo_suite.dashboard import data
 from dhpo_suite.dashboard.registry import RUNS_DIR_ENV
 
-__all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker", "show_problems", "is_stale", "url_param",
-           "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S"]
+__all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker",
+           "show_problems", "is_stale", "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S"]
 
 REFRESH_S = 5.0
 STALE_AFTER_S = 600.0

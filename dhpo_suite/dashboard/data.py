@@ -20,8 +20,8 @@ from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
-__all__ = ["mtime", "run_version", "evals_version", "runs_table", "list_runs", "scalars", "histogram", "histograms", "outliers", "samples",
-           "trust_bounds", "edge_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
+__all__ = ["mtime", "run_version", "evals_version", "runs_table", "list_runs", "scalars", "histogram", "histograms",
+           "outliers", "samples", "trust_bounds", "edge_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
 # Cache sizes bound memory: 2048 histograms (~2 KB each: a heatmap needs ≤ 360), 64 steps of outliers and of
@@ -81,8 +81,9 @@ def runs_table(root: str) -> pd.DataFrame:
         if summary.manifest is None:
             facts = {"name": summary.name, "status": "invalid", "problems": [summary.problem]}
         rows[key] = {"path": str(summary.path), **facts}
-    cols = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "model", "steps", "last_step", "status", "checkpoints", "evals",
-            "task", "backend", "seed", "started_at", "last_update", "error", "problems", "path"]
+    cols = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "model", "steps",
+            "last_step", "status", "checkpoints", "evals", "task", "backend", "seed", "started_at", "last_update",
+            "error", "problems", "path"]
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=cols)
     table.index.name = "run"
     return table

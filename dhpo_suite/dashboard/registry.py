@@ -23,13 +23,19 @@ class PageSpec:
 
 
 PAGES: tuple[PageSpec, ...] = (
-    PageSpec("runs.py", "Runs", ":material/table_rows:", "runs in the directory with manifest facts; pick runs to compare"),
+    PageSpec("runs.py", "Runs", ":material/table_rows:",
+             "runs in the directory with manifest facts; pick runs to compare"),
     PageSpec("dynamics.py", "Dynamics", ":material/show_chart:", "any logged metric overlaid across runs, log scale"),
-    PageSpec("collapse.py", "Entropy collapse", ":material/trending_down:", "collapse verdict; entropy, length, clip, KL, groups on one axis; a clicked step's tokens"),
-    PageSpec("outliers.py", "Clipping and outliers", ":material/scatter_plot:", "clip per branch, log-ratio heatmaps, tokens that bind most, outlier responses"),
-    PageSpec("rollouts.py", "Responses", ":material/article:", "a step's responses with prompt and gold answer, tokens coloured"),
-    PageSpec("evaluation.py", "Evaluation", ":material/school:", "Table-1 pivot, accuracy vs step, per-problem drill-down"),
-    PageSpec("sweep.py", "Sweep", ":material/stacked_line_chart:", "algorithms across seeds: means with 95 % intervals, paired differences, curves with bands"),
+    PageSpec("collapse.py", "Entropy collapse", ":material/trending_down:",
+             "collapse verdict; entropy, length, clip, KL, groups on one axis; a clicked step's tokens"),
+    PageSpec("outliers.py", "Clipping and outliers", ":material/scatter_plot:",
+             "clip per branch, log-ratio heatmaps, tokens that bind most, outlier responses"),
+    PageSpec("rollouts.py", "Responses", ":material/article:",
+             "a step's responses with prompt and gold answer, tokens coloured"),
+    PageSpec("evaluation.py", "Evaluation", ":material/school:",
+             "Table-1 pivot, accuracy vs step, per-problem drill-down"),
+    PageSpec("sweep.py", "Sweep", ":material/stacked_line_chart:",
+             "algorithms across seeds: means with 95 % intervals, paired differences, curves with bands"),
 )
 
 QUESTIONS: tuple[tuple[str, str], ...] = (

@@ -32,7 +32,8 @@ def response_header(row: pd.Series) -> str:
     adv = "—" if pd.isna(row.get("advantage")) else f"{row['advantage']:+.3g}"
     origin = " · recorded because an outlier token comes from it" if row.get("source") == "outlier" else ""
     epoch = f" · epoch {row['epoch']}" if row.get("epoch") else ""
-    return f"**Response #{row['response_id']}** · reward {reward} · advantage {adv} · {row['length']} tokens{epoch}{origin}"
+    return (f"**Response #{row['response_id']}** · reward {reward} · advantage {adv} · {row['length']} tokens"
+            f"{epoch}{origin}")
 
 
 def _prompt(row: pd.Series) -> str:

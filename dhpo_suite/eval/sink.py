@@ -40,7 +40,8 @@ class GradingThread:
         self._pool = GraderPool(workers=workers, timeout=timeout).__enter__()
 
     def grade(self, items: list[Item]):
-        """Items (response, golds, bench, truncated, problem) -> Verdicts, in order. Call on the thread (inside a submitted job)."""
+        """Items (response, golds, bench, truncated, problem) -> Verdicts, in order. Call on the thread (inside a
+        submitted job)."""
         self._started.result()  # re-raises a failed pool start-up
         return self._pool.grade_many(items)
 
@@ -72,7 +73,8 @@ def sample_records(bench: str, problem, prompt: str, completions, verdicts) -> l
     return [{"bench": bench, "problem_id": problem.id, "sample": c.sample, "prompt": prompt,
              "response": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
              "gold": list(problem.gold), "extracted": v.extracted,
-             "answer_source": v.answer_source, "correct": bool(v.correct), "status": v.status, "reason": v.reason} for c, v in zip(completions, verdicts)]
+             "answer_source": v.answer_source, "correct": bool(v.correct), "status": v.status, "reason": v.reason}
+            for c, v in zip(completions, verdicts)]
 
 
 class Sink:

@@ -85,7 +85,8 @@ def _long_integers(extracted: str, golds: list[str]) -> tuple[bool, str, str, st
     if pred is None or len(pred) <= 200 or not all(digits(gold) for gold in golds):
         return None
     same = pred in {digits(gold) for gold in golds}
-    return same, extracted, "ok", f"{len(pred)}-digit integers {'equal' if same else 'differ'} (compared digit by digit)"
+    return same, extracted, "ok", (f"{len(pred)}-digit integers {'equal' if same else 'differ'} "
+                                   "(compared digit by digit)")
 
 
 def _candidates(response: str, extracted: str, golds: list[str], source: str | None) -> list[str]:

@@ -225,7 +225,8 @@ def _after_connective(line: str) -> str:
 def _is_name(math: str) -> bool:
     """A quantity's name, not its value: `n`, `x_1`, `f(x)`, `\\omega_{\\text{ss}}`, `v_{\\max}` (no digit
     outside a subscript)."""
-    return bool(_NAME_RE.fullmatch(math)) or not re.search(r"\d", re.sub(r"_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w", "", math))
+    return bool(_NAME_RE.fullmatch(math)) or not re.search(
+        r"\d", re.sub(r"_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w", "", math))
 
 
 def _fallback(text: str, after: int = 0) -> str | None:

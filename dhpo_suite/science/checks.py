@@ -4,9 +4,9 @@ A verdict on "branch clipping beats token clipping" means nothing where no clip 
 claim is about never happened, or where the arms' updates are nearly the same step. So `compare` prints, before
 its verdicts (thresholds from the pre-registration's `checks`, dhpo_suite.science.prereg):
 
-- binding: the share of GRPO's tokens (each GRPO label's) whose clip removed their gradient (mean over steps, per seed; the
-  off-policy share `clip/token/binding_offpolicy` when the runs logged it, else `clip/token/binding`, which
-  also counts the on-policy first mini-batch where no ratio has moved), with its t-interval; it must reach
+- binding: the share of GRPO's tokens (each GRPO label's) whose clip removed their gradient (mean over steps, per
+  seed; the off-policy share `clip/token/binding_offpolicy` when the runs logged it, else `clip/token/binding`,
+  which also counts the on-policy first mini-batch where no ratio has moved), with its t-interval; it must reach
   `min_binding`, else no contrast can be resolved. (Only GRPO's: for DHPO a "binding" token keeps the
   (1−w)·s part of its gradient, so the same flag means less.)
 - collapse: per series a contrast needs (`needs_collapse`), the baseline's relative change from its first 3 steps
@@ -95,7 +95,8 @@ def _binding(c: Checks, prereg: Prereg, scalars: pd.DataFrame, baselines: list[s
         iv = interval(_per_seed_mean(scalars, base, column))
         ok = iv.mean >= need
         c.binding = c.binding or iv
-        c.lines.append(f"binding: {base}'s clip removed the gradient of {_fmt(iv, pct=True).replace('+', '')} of its tokens "
+        c.lines.append(f"binding: {base}'s clip removed the gradient of "
+                       f"{_fmt(iv, pct=True).replace('+', '')} of its tokens "
                        f"(`{column}`, mean over steps per seed" + ("" if column.endswith("offpolicy") else
                                                          ", the on-policy first mini-batch included") +
                        f"); needed: at least {need:.1%} — "

@@ -62,7 +62,8 @@ def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
         manifests.append(m)
         rows.append({"run": run, "seed": m.seed, "status": m.status, "algorithm": m.algorithm,
                      "started_at": m.started_at, "ended_at": m.ended_at,
-                     "hparams": json.dumps(m.hparams, sort_keys=True), "argv": json.dumps(portable(list(m.argv), root))})
+                     "hparams": json.dumps(m.hparams, sort_keys=True),
+                     "argv": json.dumps(portable(list(m.argv), root))})
         frames.append(frame.assign(run=run))
     runs = pd.DataFrame(rows)
     runs.insert(1, "label", run_labels(manifests))

@@ -45,7 +45,8 @@ def _rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 def interval_table(frame: pd.DataFrame, title: str):
     """A rich Table of summarize() or paired_differences() output, with the metric definitions as caption."""
     header, rows = _rows(frame)
-    table = Table(title=title, caption="; ".join(f"{_HEADERS[k]}: {v}" for k, v in METRIC_DOCS.items()), caption_justify="left")
+    table = Table(title=title, caption="; ".join(f"{_HEADERS[k]}: {v}" for k, v in METRIC_DOCS.items()),
+                  caption_justify="left")
     for h in header:
         table.add_column(h, overflow="fold")
     for r in rows:

@@ -114,7 +114,8 @@ def _rollout(st: _State, cfg: Any, task: Any, problems: list[dict], step: int, s
     return StepBatch(roll, old_logprobs(st.model, roll, cfg.chunk_tokens), group_advantages(rewards, cfg.group_size))
 
 
-def _one_update(st: _State, cfg: Any, arm: Arm, batch: Any, heldout: Any, before: torch.Tensor) -> tuple[torch.Tensor, dict]:
+def _one_update(st: _State, cfg: Any, arm: Arm, batch: Any, heldout: Any,
+                before: torch.Tensor) -> tuple[torch.Tensor, dict]:
     """Δ log π on the held-out tokens after one RL step of `arm` from the checkpoint's full trainer state."""
     model = copy.deepcopy(st.model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -6,8 +6,8 @@ Each step simulates a small rollout (prompts × group responses × tokens) with 
 rewards, lengths — then scores it with the objective library itself (`get_objective(algo)`, its paper
 defaults: the same ratios, mixing weight, trust regions, clipping and per-token loss as a real run; no
 formula is repeated here) and reduces it with the same telemetry as real training
-(dhpo_suite.train.telemetry.TelemetryAccumulator), so metric names, histogram names and edges, outlier and sample schemas are
-exactly those of a real run. With `collapse_at=k`, from step k on token entropy shrinks geometrically, the
+(dhpo_suite.train.telemetry.TelemetryAccumulator), so metric names, histogram names and edges, outlier and sample
+schemas are exactly those of a real run. With `collapse_at=k`, from step k on token entropy shrinks geometrically, the
 policy drifts (|log r| grows, more clipping) and reward stalls: the signature the dashboard's collapse view
 looks for. Importing this module does not import torch; writing a record does (the objective library and
 the telemetry).

@@ -106,13 +106,15 @@ def wait_usable(page) -> None:
 
 
 FIGURE = """(title) => {
-    const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => (g.layout.title.text || '').startsWith(title));
+    const gd = [...document.querySelectorAll('.js-plotly-plot')]\
+.find(g => (g.layout.title.text || '').startsWith(title));
     return gd ? {data: gd._fullData.map(t => ({name: t.name, meta: t.meta, color: t.line && t.line.color})),
                  layout: {shapes: (gd.layout.shapes || []).map(s => s.x0), ytype: gd._fullLayout.yaxis.type,
                           axes: Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k)).length}} : null;
 }"""
 POINT = """([title, run, meta, x]) => {  // page coordinates of a run's point at step x
-    const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => (g.layout.title.text || '').startsWith(title));
+    const gd = [...document.querySelectorAll('.js-plotly-plot')]\
+.find(g => (g.layout.title.text || '').startsWith(title));
     const t = gd._fullData.find(d => d.name === run && d.meta === meta);
     const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
     const i = Array.from(t.x).indexOf(x), r = gd.getBoundingClientRect();
@@ -220,8 +222,10 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             assert all(len(c) == 1 for c in colors.values()) and len({min(c) for c in colors.values()}) == 3
             x, y = page.evaluate(POINT, ["Token entropy", "grpo", "entropy/mean", 8])
             page.mouse.move(x, y)
-            page.wait_for_function("() => [...document.querySelectorAll('.hoverlayer')].some(h => h.textContent.includes('grpo'))")
-            text = page.evaluate("() => [...document.querySelectorAll('.hoverlayer')].map(h => h.textContent).join(' ')")
+            page.wait_for_function("() => [...document.querySelectorAll('.hoverlayer')]"
+                                   ".some(h => h.textContent.includes('grpo'))")
+            text = page.evaluate("() => [...document.querySelectorAll('.hoverlayer')]"
+                                 ".map(h => h.textContent).join(' ')")
             assert all(f"{r} · entropy/mean" in text for r in ("dhpo-e", "grpo", "live")), text
             page.get_by_text("Log scale (y)").click()
             page.wait_for_function(f"() => ({FIGURE})('Token entropy').layout.ytype === 'log'", timeout=60_000)

@@ -25,7 +25,8 @@ TABLE = """(i) => {  // the i-th HTML table of the page as {row label: {column: 
     }));
 }"""
 CURVE_N = """(title) => {  // {trace name: [n per point]} of the chart titled `title`
-    const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => (g.layout.title.text || '').startsWith(title));
+    const gd = [...document.querySelectorAll('.js-plotly-plot')]\
+.find(g => (g.layout.title.text || '').startsWith(title));
     return Object.fromEntries(gd._fullData.filter(t => t.customdata).map(t => [t.name, Array.from(t.customdata)]));
 }"""
 
@@ -47,7 +48,8 @@ def test_runs_appear_without_reload_and_the_sweep_page_never_mixes_lrs(tmp_path)
             write_run(root / "zz-live", steps=2, close=None, eval_every=0)
             page.get_by_text("13 runs under", exact=False).wait_for(timeout=60_000)  # no reload
             page.get_by_text("zz-live (2 steps)", exact=False).wait_for(timeout=30_000)
-            assert "zz-live" not in page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.inner_text()
+            assert "zz-live" not in page.locator(
+                '[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.inner_text()
             w = RunWriter(root / "zz-live", read_manifest(root / "zz-live"), resume=True, fsync=False)
             w.write_step(StepRecord(2, {"entropy/mean": 0.7, "length/mean": 190.0}))  # an unpicked run's step
             page.get_by_text("zz-live (3 steps)", exact=False).wait_for(timeout=30_000)

@@ -59,5 +59,6 @@ def test_eval_samples_include_data_parallel_shards(tmp_path):
             w.write_batch(records[rank::2])
     got, problems = data.eval_samples(str(folder), bench)
     assert problems == []
-    assert sorted((r["problem_id"], r["sample"]) for r in got) == sorted((r["problem_id"], r["sample"]) for r in records)
+    assert (sorted((r["problem_id"], r["sample"]) for r in got)
+            == sorted((r["problem_id"], r["sample"]) for r in records))
     assert "missing" in data.eval_samples(str(folder), "no-such-bench")[1][0]

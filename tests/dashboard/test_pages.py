@@ -85,7 +85,8 @@ def check_collapse(at, root):
                                          "clip/mixed/binding", "kl/k3", "groups/all_correct_frac",
                                          "groups/all_wrong_frac"}
     assert list(by_metric[("dhpo-e", "entropy/mean")]["y"]) == pytest.approx([entropy_at(s, 18) for s in range(30)])
-    assert list(by_metric[("grpo", "clip/token/binding")]["y"]) == pytest.approx([0.015 * (1 + s / 30) for s in range(30)])
+    assert (list(by_metric[("grpo", "clip/token/binding")]["y"])
+            == pytest.approx([0.015 * (1 + s / 30) for s in range(30)]))
     assert ("grpo", "clip/mixed/binding") not in by_metric  # grpo has no mixed branch
     axes = [k for k in why["layout"] if k.startswith("yaxis")]
     assert len(axes) == 5 and all(why["layout"][a].get("matches", "x") for a in axes)
@@ -119,7 +120,8 @@ def check_outliers(at, root):
                                      "mean advantage"]
     assert len(summary) > 0 and summary["count"].is_monotonic_decreasing
     table = at.dataframe[1].value
-    assert "left ⟦tok29_token_0⟧ right" in set(table["context"]) and set(table["branch"]) == {"token", "sequence", "mixed"}
+    assert ("left ⟦tok29_token_0⟧ right" in set(table["context"])
+            and set(table["branch"]) == {"token", "sequence", "mixed"})
     at.radio(key="outliers_branch").set_value("sequence").run()
     at.radio(key="outliers_sign").set_value("A<0").run()
     no_errors(at)
@@ -184,7 +186,8 @@ def check_sweep(at, root):  # the statistics themselves: tests/science (test_com
     summary = at.table[0].value.T  # shown with groups as columns
     assert list(summary.index) == ["dhpo-e", "grpo"] and summary["n"].tolist() == ["2", "1"]
     assert "1 runs not completed" in texts(at) and "live" in texts(at)
-    assert [t["name"] for t in figure(at, "Token entropy (nats) across seeds")["data"] if t.get("mode")] == ["dhpo-e", "grpo"]
+    assert [t["name"] for t in figure(at, "Token entropy (nats) across seeds")["data"]
+            if t.get("mode")] == ["dhpo-e", "grpo"]
 
 
 CHECKS = {"runs.py": check_runs, "dynamics.py": check_dynamics, "collapse.py": check_collapse,
@@ -284,7 +287,8 @@ def test_an_outlier_row_opens_its_full_response(runs_root, monkeypatch):
     no_errors(at)
     said = texts(at)
     assert "The response of outlier ⟦tok12_mixed_1⟧ (mixed branch, position 4)" in said
-    assert "**Response #1** · reward 0 · advantage" in said and "recorded because an outlier token comes from it" in said
+    assert ("**Response #1** · reward 0 · advantage" in said
+            and "recorded because an outlier token comes from it" in said)
     assert "**Prompt** What is 2 + 2? (step 12)" in said and "**Gold answer** `4`" in said
     html = [m.value for m in at.markdown if 'class="rollout"' in m.value]
     assert len(html) == 1 and html[0].count("outline:3px solid #ff8c00") == 1

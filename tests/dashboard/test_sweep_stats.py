@@ -28,7 +28,8 @@ def sweep_root(tmp_path_factory):
             w = RunWriter(root / f"{algo}-s{seed}", Manifest(algorithm=algo, seed=seed, backend="embedded"),
                           fsync=False)
             for step in range(1, STEPS + 1):
-                s = {"entropy/mean": 1.0 + 0.1 * rng.standard_normal() + (3.0 if algo == "grpo" and step == SPIKE else 0),
+                s = {"entropy/mean": (1.0 + 0.1 * rng.standard_normal()
+                                      + (3.0 if algo == "grpo" and step == SPIKE else 0)),
                      "length/mean": 50.0 + rng.standard_normal(), "reward/mean": 0.5}
                 if step == 1:
                     s["eval/heldout_reward_initial"] = 0.1 * seed
@@ -74,7 +75,8 @@ def test_statistics_are_compares_and_computed_once_per_version(sweep_root, monke
     def no_bootstrap(*args, **kwargs):
         raise AssertionError("bootstrapped again for an unchanged sweep")
 
-    for name in ("interval", "summarize", "paired_differences", "curve_bands", "load_sweep", "metrics_of", "run_metrics"):
+    for name in ("interval", "summarize", "paired_differences", "curve_bands", "load_sweep", "metrics_of",
+                 "run_metrics"):
         monkeypatch.setattr(cmp, name, no_bootstrap)
     sweep_stats.summary(v)  # a rerun of the page: every statistic from the cache
     sweep_stats.differences(v, "grpo")

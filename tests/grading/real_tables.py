@@ -94,7 +94,8 @@ PERCENT = [  # a percentage keeps its meaning unless the gold is a plain number
     (r"\frac{40}{9}", r"The answer is $4 4/9\%$.", False, ISSUE_27 + ": a percentage read as a plain number"),
     (r"\frac{40}{9}", r"The answer is $\boxed{4\frac{4}{9}}$.", True, "the same value without the percent"),
     (r"\frac{2}{45}", r"The answer is $\boxed{4 4/9\%}$.", True, "the percentage equals the gold as a fraction"),
-    ("10", r"The answer is $\boxed{10\%}$.", True, "NeMo-Skills test_math_equal.py: a plain gold of a 'what percent' question"),
+    ("10", r"The answer is $\boxed{10\%}$.", True,
+     "NeMo-Skills test_math_equal.py: a plain gold of a 'what percent' question"),
     (r"\frac{\sqrt{3}}{2}", r"The answer is $\boxed{\frac{\sqrt{3}}{2}\%}$.", False, "a percentage of a symbolic gold"),
 ]
 
@@ -118,7 +119,8 @@ EQUATIONS_UNITS = [  # golds math-verify misreads, compared side by side; units 
      r"$\boxed{\frac{d^2 v_o}{dt^2} + \frac{v_o}{LC} = \frac{v_o}{LC}}$", False, MINERVA.format(131)),
     (r"864 \mbox{ inches}^2", "The area is 864 square inches.", True, "MATH gold 864 \\mbox{ inches}^2, unit in words"),
     (r"864 \mbox{ inches}^2", r"The area is $\boxed{864 \text{ cm}^2}$.", False, "MATH gold, another unit"),
-    (r"15\mbox{ cm}^2", r"so the area is $\boxed{15 \mathrm{~cm}^{2}}$", True, "MATH gold 15\\mbox{ cm}^2, Minerva-style unit"),
+    (r"15\mbox{ cm}^2", r"so the area is $\boxed{15 \mathrm{~cm}^{2}}$", True,
+     "MATH gold 15\\mbox{ cm}^2, Minerva-style unit"),
     (r"15\mbox{ cm}^2", r"so the area is $\boxed{15 \mathrm{~m}^{2}}$", False, "MATH gold, square metres"),
     ("0.5", r"The wavelength is $\boxed{0.5 \, \mu\text{m}}$.", True, "a unit prefix \\mu before \\text{m}"),
     ("1.6", r"The image is $\boxed{1.6 \mathrm{~cm}}$ across.", True, MINERVA.format(0) + " (gold 1.6, in cm)"),

@@ -11,7 +11,8 @@ from tests.objectives.batches import make_batch
 # verl divides by (n + 1e-8) where we divide by n: agreement is to ~1e-8 relative, hence rtol 1e-7.
 # (verl name, our name, our hparams, clip_ratio_low, clip_ratio_high, agg modes verl honours)
 PAIRS = [
-    ("vanilla", "grpo", {"dual_clip": 3.0}, 0.2, 0.2, ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]),
+    ("vanilla", "grpo", {"dual_clip": 3.0}, 0.2, 0.2,
+     ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]),
     ("vanilla", "grpo", {"dual_clip": 3.0}, 0.2, 0.28, ["token-mean"]),
     ("gspo", "gspo", {}, 3e-4, 4e-4, ["seq-mean-token-mean", "token-mean"]),
     ("geo_mean", "gmpo", {}, 0.4, 0.4, ["seq-mean-token-mean"]),
@@ -41,7 +42,8 @@ def test_matches_verl(verl_name, ours, hp, low, high, modes, seed):
         ref = verl_loss(verl_name, a, old, adv, mask, agg, low, high, info)
         (g_ref,) = torch.autograd.grad(ref, a)
         b = lp.detach().clone().requires_grad_(True)
-        obj = get_objective(ours, eps_low=low, eps_high=high, loss_agg_mode=agg, **hp) if ours != "sapo" else get_objective(ours, loss_agg_mode=agg)
+        obj = (get_objective(ours, eps_low=low, eps_high=high, loss_agg_mode=agg, **hp) if ours != "sapo"
+               else get_objective(ours, loss_agg_mode=agg))
         out = obj(b, old, adv, mask, batch_num_tokens=mask.sum(), global_batch_size=mask.shape[0])
         (g,) = torch.autograd.grad(out.loss, b)
         torch.testing.assert_close(out.loss, ref, rtol=1e-7, atol=1e-12, msg=f"{ours} vs {verl_name} loss, {agg}")

@@ -164,4 +164,5 @@ def test_which_configurations_need_the_entropy():
     needs = {n: get_objective(n).needs_entropy for n in ("dhpo-e", "dhpo-a", "grpo", "gspo", "gmpo", "cispo", "sapo")}
     assert needs == {"dhpo-e": True, "dhpo-a": False, "grpo": False, "gspo": False, "gmpo": False, "cispo": False,
                      "sapo": False}
-    assert get_objective("dhpo", mixing="entropy").needs_entropy and not get_objective("dhpo", mixing="avg").needs_entropy
+    assert (get_objective("dhpo", mixing="entropy").needs_entropy
+            and not get_objective("dhpo", mixing="avg").needs_entropy)

@@ -181,6 +181,6 @@ def test_fewer_than_three_shared_seeds_give_no_verdict_and_say_why(tmp_path):
         write_run(root / f"dhpo-e-s{seed}", "dhpo-e", seed, {0: 0.2, 40: 0.3}, flat(1.0), flat(20.0), clip="branch")
     row = analyse(root).contrasts.iloc[0]
     assert np.isnan(row["lo"]) and np.isnan(row["p"]) and row["mean"] == 0.0  # issue 26: not 0.000 [0.000, 0.000]
-    assert row["verdict"] == ("no verdict: 2 shared seeds, fewer than 3 seeds: the spread is estimated from at most one "
-                              "difference (the 95 % t quantile is 12.7 at 1 degree of freedom) and the exact "
+    assert row["verdict"] == ("no verdict: 2 shared seeds, fewer than 3 seeds: the spread is estimated from at most "
+                              "one difference (the 95 % t quantile is 12.7 at 1 degree of freedom) and the exact "
                               "sign-flip p cannot fall below 0.5")

@@ -36,7 +36,8 @@ def test_report_from_kept_data_is_regenerated_byte_for_byte(tmp_path):
     assert lines[5].startswith("dhpo-suite sweep sweep --algos grpo,dhpo-e --seeds 0,1,2,3,4,5 --clip branch,unified "
                                "--prereg prereg.json")
     assert "dhpo-suite compare sweep --export data" in doc
-    assert ".venv/bin/python benchmarks/reproduction.py --from-data data --doc doc/report.md --figures doc/report" in doc
+    assert (".venv/bin/python benchmarks/reproduction.py --from-data data --doc doc/report.md "
+            "--figures doc/report") in doc
     assert doc.index("## Manipulation checks") < doc.index("## Contrasts")
     assert "- **accuracy** (dhpo-e-branch vs grpo): **reproduced (Holm p = " in doc
     assert "this setting cannot resolve the claim: the collapse the claim needs did not occur" in doc

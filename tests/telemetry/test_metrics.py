@@ -72,7 +72,8 @@ def test_a_new_metric_is_one_function_and_its_definition(monkeypatch):
         st = TelemetryState(SPEC)
         add_update_numpy(st, mask=out.response_mask.numpy(), advantages=out.advantages.numpy(),
                          log_ratio=out.log_ratio.numpy(), branches=numpy_branches(out), response_ids=d["rids"].numpy(),
-                         loss_mat=out.loss_mat.numpy(), token_metrics={"kl/k2": 0.5 * out.log_ratio.double().numpy() ** 2})
+                         loss_mat=out.loss_mat.numpy(),
+                         token_metrics={"kl/k2": 0.5 * out.log_ratio.double().numpy() ** 2})
         assert st.to_record(1, decode=DECODE).scalars["kl/k2"] == pytest.approx(rec.scalars["kl/k2"], rel=1e-12)
     finally:
         TOKEN_METRICS.pop("kl/k2", None)

@@ -9,7 +9,8 @@ from dhpo_suite.cli import app
 from dhpo_suite.runs import METRICS, RunReader
 from tests.tracking import readback, wandb_records
 
-ALGOS = ("grpo", "gspo", "gmpo", "cispo", "sapo", "dhpo-a", "dhpo-e")  # every objective testing.synthetic_runs simulates
+# every objective testing.synthetic_runs simulates
+ALGOS = ("grpo", "gspo", "gmpo", "cispo", "sapo", "dhpo-a", "dhpo-e")
 
 
 def _export(*args: str) -> str:

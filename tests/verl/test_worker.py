@@ -3,8 +3,8 @@
 Nothing of verl is mocked: `dhpo_suite.testing.verl_worker` builds `ActorRolloutRefWorker` from verl's composed
 config and calls its `compute_log_prob` / `update_actor` with the batches verl's trainers send: the v1 trainer's
 (verl's default: TransferQueue, jagged nested tensors, `rm_scores`, padding rows; through the trainer's own
-methods, verl_v1_feed.py) and the legacy trainer's (padded DataProto, any number of ranks). Runs in spawned processes (verl's platform,
-the process group and the local Ray instance of TransferQueue are per-process state).
+methods, verl_v1_feed.py) and the legacy trainer's (padded DataProto, any number of ranks). Runs in spawned
+processes (verl's platform, the process group and the local Ray instance of TransferQueue are per-process state).
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
     groups on one shared step axis (one row each, WHY_ROWS), each run's collapse step marked across all rows.
     The points of the entropy and length rows are clickable (the page opens the clicked step's tokens and
     responses)."""
-    rows = [(title, [m for m in metrics if m in frame.columns and frame[m].notna().any()]) for title, metrics in WHY_ROWS]
+    rows = [(title, [m for m in metrics if m in frame.columns and frame[m].notna().any()])
+            for title, metrics in WHY_ROWS]
     rows = [(t, ms) for t, ms in rows if ms]
     if not rows:
         return empty_figure("Collapse: when and why", "no data: none of entropy, length, clip, KL, groups recorded")
@@ -90,7 +91,8 @@ def _mark_onsets(fig: go.Figure, rows: list, verdicts: dict[str, Collapse], colo
     for run, v in verdicts.items():
         if run not in colors:
             continue
-        for metric, onset, what in (("entropy/mean", v.entropy.step, "entropy"), ("length/mean", v.length.step, "length")):
+        for metric, onset, what in (("entropy/mean", v.entropy.step, "entropy"),
+                                    ("length/mean", v.length.step, "length")):
             if onset is not None and metric in row_of and onset != v.step:  # the run's line marks it already
                 fig.add_vline(x=onset, line=dict(color=colors[run], dash="dot", width=2), row=row_of[metric], col=1,
                               annotation=dict(text=f"{run}: {what} from {onset}", font=dict(color=colors[run], size=11),
@@ -112,7 +114,8 @@ def clicked(points: list[dict], traces: tuple) -> tuple[str, int] | None:
     return str(traces[top["curve_number"]].legendgroup), int(round(float(top["x"])))
 
 
-__all__ = ["why_figure", "clicked", "WHY_ROWS", "entropy_percentiles", "EntropySplit", "entropy_split", "entropy_split_figure"]
+__all__ = ["why_figure", "clicked", "WHY_ROWS", "entropy_percentiles", "EntropySplit", "entropy_split",
+           "entropy_split_figure"]
 
 
 def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:

@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-__all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions", "thin", "line_overlay", "clip_fractions",
-           "empty_figure", "axis_title", "is_fraction", "style_axes", "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
+__all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions",
+           "thin", "line_overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "style_axes",
+           "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
 
 PALETTE = qualitative.Plotly + qualitative.D3
 _UNITS = {"entropy/": "nats", "length/": "tokens", "kl/": "nats", "w/": "weight in [0, 1]", "ratio/": "ratio",
@@ -33,7 +34,8 @@ def axis_title(metric: str, fits: int = 32) -> str:
     """The y-axis title of a metric: its name and unit (e.g. "length/mean (tokens)", "clip/... (% of tokens)");
     past `fits` characters (what a 320 px chart's axis shows at 12 px) the name loses its family prefix."""
     if is_fraction(metric):
-        unit = f"% of {'groups' if metric.startswith('groups/') else 'responses' if 'truncated' in metric else 'tokens'}"
+        unit = ("% of "
+                f"{'groups' if metric.startswith('groups/') else 'responses' if 'truncated' in metric else 'tokens'}")
     else:
         unit = next((u for prefix, u in _UNITS.items() if metric.startswith(prefix)), None)
     title = f"{metric} ({unit})" if unit else metric

@@ -19,7 +19,8 @@ __all__ = ["summary_rows", "last_checkpoints", "table1", "accuracy_curve", "prob
            "wrong_samples", "compare_problems"]
 
 
-def summary_rows(summary: dict, *, label: str, run: str = "", algorithm: str = "", step: int | None = None) -> list[dict]:
+def summary_rows(summary: dict, *, label: str, run: str = "", algorithm: str = "",
+                 step: int | None = None) -> list[dict]:
     """Flatten one summary.json ({"benchmarks": {bench: {headline, <metrics>}}, "AVG": x}) into frame rows."""
     rows = []
     for bench, m in summary.get("benchmarks", {}).items():
@@ -45,7 +46,8 @@ def table1(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame()
     heads = frame.drop_duplicates("bench").set_index("bench")["metric"]
-    pivot = frame.pivot_table(index=["label", "algorithm"], columns="bench", values="value", aggfunc="first", sort=False)
+    pivot = frame.pivot_table(index=["label", "algorithm"], columns="bench", values="value", aggfunc="first",
+                              sort=False)
     pivot = pivot[[b for b in heads.index if b in pivot.columns]] * 100
     pivot.columns = [f"{b} ({heads[b]})" for b in pivot.columns]
     avg = frame.groupby(["label", "algorithm"], sort=False)["avg"].first() * 100
@@ -144,7 +146,8 @@ def compare_problems(a: list[dict], b: list[dict], names: tuple[str, str] = ("A"
     cols = ["problem_id", f"accuracy {names[0]}", f"accuracy {names[1]}", "change"]
     if ova.empty or ovb.empty:
         return pd.DataFrame(columns=cols)
-    both = ova[["problem_id", "accuracy"]].merge(ovb[["problem_id", "accuracy"]], on="problem_id", suffixes=("_a", "_b"))
+    both = ova[["problem_id", "accuracy"]].merge(ovb[["problem_id", "accuracy"]], on="problem_id",
+                                                 suffixes=("_a", "_b"))
     both["change"] = both["accuracy_b"] - both["accuracy_a"]
     both = both.rename(columns={"accuracy_a": cols[1], "accuracy_b": cols[2]})
     order = both.assign(_abs=-both["change"].abs(), _id=both["problem_id"].map(natural_key)).sort_values(

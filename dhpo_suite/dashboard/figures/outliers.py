@@ -50,7 +50,8 @@ def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[flo
         y_lo, y_hi = min(y_lo, value * 1.5), max(y_hi, value * 1.5)
     fig = go.Figure(go.Heatmap(
         x=counts.index.to_numpy(), y=edges, z=z, colorscale="Viridis", zmin=max(np.nanmin(z), -6), zmax=0,
-        colorbar=dict(title="log10 frac"), hovertemplate="step %{x}<br>log r %{y:.3f}<br>log10 frac %{z:.2f}<extra></extra>",
+        colorbar=dict(title="log10 frac"),
+        hovertemplate="step %{x}<br>log r %{y:.3f}<br>log10 frac %{z:.2f}<extra></extra>",
     ))
     for value, label in lines:
         fig.add_hline(y=value, line=dict(color="#ff2b2b", dash="dash", width=2), annotation_text=label,
@@ -71,7 +72,8 @@ def outlier_table(outliers: pd.DataFrame, branches: Sequence[str] | None = None,
     df = df.sort_values(["branch", "distance"], ascending=[True, False], kind="stable").groupby("branch").head(top)
     out = df.assign(
         ratio=np.exp(df["log_ratio"].astype(float)),
-        context=df["context_left"].fillna("") + "⟦" + df["token_text"].fillna("") + "⟧" + df["context_right"].fillna(""),
+        context=(df["context_left"].fillna("") + "⟦" + df["token_text"].fillna("") + "⟧"
+                 + df["context_right"].fillna("")),
     )
     return out[cols].reset_index(drop=True)
 

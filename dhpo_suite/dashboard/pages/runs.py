@@ -35,7 +35,8 @@ def summaries(table: pd.DataFrame) -> pd.DataFrame:
         evals, _ = data.eval_summaries(path)
         avg = evals[max(evals)][1].get("AVG") if evals else None
         ix = sc.set_index("step") if len(sc) else sc
-        c = detect_collapse(ix.get("entropy/mean", pd.Series(dtype=float)), ix.get("length/mean", pd.Series(dtype=float)))
+        c = detect_collapse(ix.get("entropy/mean", pd.Series(dtype=float)),
+                            ix.get("length/mean", pd.Series(dtype=float)))
         rows[run] = {**final, "last eval AVG": None if avg is None else 100 * float(avg), "collapse step": c.step,
                      "entropy collapse": c.entropy.step, "length collapse": c.length.step, "collapse": verdict(c)}
     return pd.DataFrame.from_dict(rows, orient="index")
@@ -53,8 +54,8 @@ def runs_list() -> None:
                + (f"; running, refreshed every {controls.REFRESH_S:g} s: {', '.join(running)}" if running else ""))
     shown.loc[stale, "status"] = "running (no step for 10 min: killed?)"
     order = ["name", "algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "status", "steps",
-             "final reward", "final entropy", "final length", "last eval AVG", "collapse step", "entropy collapse", "length collapse",
-             "collapse", "model", "task",
+             "final reward", "final entropy", "final length", "last eval AVG", "collapse step", "entropy collapse",
+             "length collapse", "collapse", "model", "task",
              "backend", "seed", "checkpoints", "evals", "last_step", "started_at", "last_update"]
     shown = shown[[c for c in order if c in shown.columns]]
     counts = [c for c in INTEGERS if c in shown.columns]  # an invalid run's blanks must not turn them into floats
@@ -63,7 +64,8 @@ def runs_list() -> None:
         shown.style.apply(lambda col: ["font-weight: bold" if r in ctx.selected else "" for r in col.index]),
         column_config={"last_update": st.column_config.DatetimeColumn("last update", format="HH:mm:ss"),
                        "steps": st.column_config.NumberColumn("steps", help="committed steps"),
-                       "final reward": st.column_config.NumberColumn(format="%.3f", help=f"mean of the last {FINAL} steps"),
+                       "final reward": st.column_config.NumberColumn(
+                           format="%.3f", help=f"mean of the last {FINAL} steps"),
                        "final entropy": st.column_config.NumberColumn(format="%.3f", help="nats, last steps' mean"),
                        "final length": st.column_config.NumberColumn(format="%.0f", help="tokens, last steps' mean"),
                        "last eval AVG": st.column_config.NumberColumn(format="%.1f", help="% (latest checkpoint)"),

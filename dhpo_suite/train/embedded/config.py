@@ -112,7 +112,8 @@ class TrainConfig:
     grader_workers: int = 1
     """Grader worker processes for the reward."""
     reward_unmarked: float = 1.0
-    """Reward of a correct answer the grader found with no \\boxed{} and no answer line (its fallback); 0: pay marked answers only."""
+    """Reward of a correct answer the grader found with no \\boxed{} and no answer line (its fallback); 0: pay
+    marked answers only."""
     backend: str = "embedded"
     """"embedded" (this trainer, CPU) or "verl" (forwards to dhpo_suite.train.verl_backend)."""
     logger: str = "none"

@@ -32,7 +32,8 @@ if TYPE_CHECKING:  # annotations only: transformers and the grader pool are load
 
     AccuracyFn = Callable[[PreTrainedModel, PreTrainedTokenizerBase], float]
 
-__all__ = ["build", "checkpoint", "model_dir", "progress_bar", "resolve_model_dir", "restore", "sft_accuracy_fn", "sft_stop_test"]
+__all__ = ["build", "checkpoint", "model_dir", "progress_bar", "resolve_model_dir", "restore", "sft_accuracy_fn",
+           "sft_stop_test"]
 
 
 def resolve_model_dir(cfg: TrainConfig, task: Task, accuracy_fn: AccuracyFn, log: Callable[[str], None]) -> Path:

@@ -44,7 +44,8 @@ def supervised_batch(tokenizer: PreTrainedTokenizerBase, task: Task,
 
 
 def sft_warm_start(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: Task, *, target: float,
-                   max_steps: int, seed: int, accuracy: Callable[[PreTrainedModel], float], on_check: Callable[[int, float, float], None] | None = None,
+                   max_steps: int, seed: int, accuracy: Callable[[PreTrainedModel], float],
+                   on_check: Callable[[int, float, float], None] | None = None,
                    ) -> tuple[int, float]:
     """Train in place until accuracy(model) >= target (checked every `check_every` steps) or max_steps.
 

@@ -107,7 +107,8 @@ def grpo(
         capped = (x.adv < 0) & (loss_mat > -x.adv * dual_clip)
         loss_mat = torch.where(capped, -x.adv * dual_clip, loss_mat)
         high = high | capped
-    return _output(x, loss_mat, loss_agg_mode, token=Branch(r, 1 - eps_low, 1 + eps_high, low, high), sequence=Branch(s))
+    return _output(x, loss_mat, loss_agg_mode, token=Branch(r, 1 - eps_low, 1 + eps_high, low, high),
+                   sequence=Branch(s))
 
 
 @register_objective("gspo")
@@ -124,7 +125,8 @@ def gspo(
     """
     r, s = _ratios(x)
     loss_mat, low, high = clipped_surrogate(s, s.clamp(1 - eps_low, 1 + eps_high), x.adv)
-    return _output(x, loss_mat, loss_agg_mode, token=Branch(r), sequence=Branch(s, 1 - eps_low, 1 + eps_high, low, high))
+    return _output(x, loss_mat, loss_agg_mode, token=Branch(r),
+                   sequence=Branch(s, 1 - eps_low, 1 + eps_high, low, high))
 
 
 @register_objective("gmpo")

@@ -191,7 +191,8 @@ def resolve_hparams(name: str, given: Mapping[str, Any] | None = None) -> dict[s
     values = default_hparams(name)
     for key, value in (given or {}).items():
         if key not in values:
-            raise HparamError(name, key, f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(values)}")
+            raise HparamError(name, key, f"objective {name!r} has no hyper-parameter {key!r}; "
+                                         f"it takes: {', '.join(values)}")
         if key in fixed and value != fixed[key]:
             raise HparamError(name, key, f"objective {name!r}: {key}={value!r} contradicts the name ({name!r} means "
                              f"{key}={fixed[key]!r}; use {base!r} to choose {key})")
@@ -233,7 +234,8 @@ def parse_hparams(name: str, pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, text = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise HparamError(name, key or pair, f"{pair!r} is not key=value (the objective's settings: {', '.join(hparam_names(name))})")
+            raise HparamError(name, key or pair, f"{pair!r} is not key=value "
+                                                 f"(the objective's settings: {', '.join(hparam_names(name))})")
         if key in out:
             raise HparamError(name, key, f"{key} given twice: {pair!r} and {key}={out[key]!r}")
         out[key] = parse_hparam(name, key, text.strip())

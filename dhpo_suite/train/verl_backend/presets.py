@@ -88,7 +88,8 @@ class Preset:
             if getattr(self, name) <= 0:
                 raise ValueError(f"preset {self.name!r}: {name}={getattr(self, name)!r} must be > 0")
         if self.ppo_mini_batch > self.prompt_batch:
-            raise ValueError(f"preset {self.name!r}: ppo_mini_batch {self.ppo_mini_batch} > prompt_batch {self.prompt_batch}")
+            raise ValueError(f"preset {self.name!r}: ppo_mini_batch {self.ppo_mini_batch} > "
+                             f"prompt_batch {self.prompt_batch}")
 
 
 _POSITIVE = ("nnodes", "gpus_per_node", "lr", "prompt_batch", "responses_per_prompt", "max_prompt_length",
