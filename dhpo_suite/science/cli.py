@@ -46,7 +46,7 @@ class SweepArgs:
 SWEEP_SETS = ("algo", "clip", "seed", "out", "resume", "threads", "backend")
 """Train options the sweep sets for each run (the grid's cell, its directory, one thread, the embedded trainer)."""
 SPELL = {**TRAIN_SPELL, "out": Spell(argument=True)}
-SweepArgs_FIELDS = frozenset(f.name for f in dataclasses.fields(SweepArgs))
+SWEEP_FIELDS = frozenset(f.name for f in dataclasses.fields(SweepArgs))
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         from dhpo_suite.train import sweep as sw
 
         a = SweepArgs(**v.of(SweepArgs))
-        train_args = to_argv(ctx.command.params, v.values, keep=lambda name: name in v.given - SweepArgs_FIELDS)
+        train_args = to_argv(ctx.command.params, v.values, keep=lambda name: name in v.given - SWEEP_FIELDS)
         try:
             requested, registration = None, None
             if v.given - {"out", "workers", "no_progress"}:
@@ -221,7 +221,7 @@ def _canonical(ctx: typer.Context, tokens: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(tokens)
     given = {p.name for p in ctx.command.params if p.name in parsed.params
              and getattr(parsed.get_parameter_source(p.name), "name", None) == "COMMANDLINE"}
-    return tuple(to_argv(ctx.command.params, parsed.params, keep=lambda name: name in given - SweepArgs_FIELDS))
+    return tuple(to_argv(ctx.command.params, parsed.params, keep=lambda name: name in given - SWEEP_FIELDS))
 
 
 def _read_prereg(path: Path) -> bytes:
