@@ -73,7 +73,7 @@ def main() -> None:
     per_arm = {}
     for label, g in runs.groupby("label"):
         q = quiet[quiet["label"] == label]["minutes"]
-        per_arm[label] = (statistics.median(q) if len(q) else None, list(q.round(1)))
+        per_arm[label] = statistics.median(q) if len(q) else None
         print(f"- {label}: {', '.join(map(str, q.round(1))) or 'none on quiet cores'} min")
     scalars = pd.read_csv(args.kept / "scalars.csv.gz", usecols=lambda c: c == "run" or c.startswith("time/"))
     spent = scalars[scalars["run"].isin(quiet["run"])].groupby("run").sum()
@@ -89,8 +89,8 @@ def main() -> None:
         warm = statistics.mean(ws.values())
     else:
         warm = args.warm_start_minutes
-    known = [m for m, _ in per_arm.values() if m is not None]
-    missing = [a for a, (m, _) in per_arm.items() if m is None]
+    known = [m for m in per_arm.values() if m is not None]
+    missing = [a for a, m in per_arm.items() if m is None]
     # an arm not measured on quiet cores is costed at the slowest measured arm (no arm is cheaper than GRPO)
     run_minutes = sum(known) + len(missing) * max(known)
     if warm is None:

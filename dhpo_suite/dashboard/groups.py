@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels"]
+__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels", "setting_text"]
 
 NOT_SETTINGS = frozenset({
     "seed", "out", "resume", "name", "device", "threads", "grader_workers", "logger", "checkpoint_every",
@@ -27,7 +27,7 @@ NOT_SETTINGS = frozenset({
 (same numbers), logging cadence, and keys the manifest already holds at top level (algo, hparams, ...)."""
 
 
-def _text(value: Any) -> str:
+def setting_text(value: Any) -> str:
     """A setting as compared and shown: floats in short form (2e-3 → 0.002), containers as sorted JSON."""
     if isinstance(value, float):
         return f"{value:g}"
@@ -44,13 +44,13 @@ def run_settings(manifest: Mapping[str, Any]) -> dict[str, str]:
     # The model the user chose (the embedded trainer's `--model`), not the manifest's resolved directory: the
     # tiny model's warm start is one cache entry per seed, which is no setting.
     model = config.get("model") if isinstance(config.get("model"), str) else manifest.get("model", "")
-    out = {"algorithm": str(manifest.get("algorithm", "")), "model": _text(model),
-           "task": _text(manifest.get("task", "")), "backend": _text(manifest.get("backend", ""))}
+    out = {"algorithm": str(manifest.get("algorithm", "")), "model": setting_text(model),
+           "task": setting_text(manifest.get("task", "")), "backend": setting_text(manifest.get("backend", ""))}
     hparams = manifest.get("hparams") or {}
-    out.update({k: _text(v) for k, v in hparams.items()})
+    out.update({k: setting_text(v) for k, v in hparams.items()})
     for k, v in config.items():
         if k not in NOT_SETTINGS and k not in hparams and v is not None:
-            out[k] = _text(v)
+            out[k] = setting_text(v)
     return out
 
 

@@ -65,14 +65,10 @@ def register(app: typer.Typer) -> None:
             requested, registration = None, None
             if v.given - {"out", "workers", "no_progress"}:
                 requested = _requested(a.algos, a.clip, a.seeds, v, train_args)
-                if (a.out / sw.SWEEP_FILE).exists():  # the same train options, spelled or ordered otherwise
-                    stored = sw.load_or_create(a.out, None)
-                    if _canonical(ctx, stored.train_args) == requested.train_args:
-                        requested = dataclasses.replace(requested, train_args=stored.train_args)
                 if a.prereg is not None:
                     registration = _read_prereg(a.prereg)
                     requested = dataclasses.replace(requested, prereg_sha256=_digest(registration))
-            grid = sw.load_or_create(a.out, requested, registration)
+            grid = sw.load_or_create(a.out, requested, registration, canonical=lambda t: _canonical(ctx, t))
         except sw.SweepError as e:
             _fail(str(e))
         n = a.workers or sw.default_workers()

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dhpo_suite.dashboard.collapse import detect_collapse
+from dhpo_suite.dashboard.groups import setting_text
 from dhpo_suite.runs import SHARED_HPARAMS, RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
@@ -180,8 +181,7 @@ def run_labels(manifests: list) -> list[str]:
         given = (m.config or {}).get("hparams") or {}
         keys = sorted(varying.get(label, ()))
         hp = [f"{k}={m.hparams[k]}" for k in keys if k in given]
-        shared = [f"{k}={m.hparams[k]:g}" if isinstance(m.hparams[k], float) else f"{k}={m.hparams[k]}"
-                  for k in keys if k in SHARED_HPARAMS and k not in given]
+        shared = [f"{k}={setting_text(m.hparams[k])}" for k in keys if k in SHARED_HPARAMS and k not in given]
         out.append(" · ".join(["-".join([label, *hp]), *shared]))
     return out
 

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -88,10 +88,13 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def load_or_create(out: Path, requested: Sweep | None, prereg: bytes | None = None) -> Sweep:
-    """The sweep of `out`: the stored one (which `requested`, when given, must equal), or `requested`,
-    stored now, with `prereg` (the pre-registration's bytes, whose digest `requested` carries) written to
-    OUT/prereg.json before sweep.json, so no run can start before its pre-registration exists."""
+def load_or_create(out: Path, requested: Sweep | None, prereg: bytes | None = None,
+                   canonical: Callable[[tuple[str, ...]], tuple[str, ...]] = lambda args: args) -> Sweep:
+    """The sweep of `out`: the stored one (which `requested`, when given, must equal; the stored train options
+    are compared as `canonical` writes them, so the same options typed in another order or spelling are the same
+    sweep), or `requested`, stored now, with `prereg` (the pre-registration's bytes, whose digest `requested`
+    carries) written to OUT/prereg.json before sweep.json, so no run can start before its pre-registration
+    exists."""
     path = out / SWEEP_FILE
     if path.exists():
         try:
@@ -100,6 +103,8 @@ def load_or_create(out: Path, requested: Sweep | None, prereg: bytes | None = No
                            int(d["steps"]), d.get("prereg_sha256"))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise SweepError(f"{path}: not a sweep file ({type(e).__name__}: {e})") from None
+        if requested is not None and canonical(stored.train_args) == requested.train_args:
+            requested = replace(requested, train_args=stored.train_args)
         if requested is not None and requested != stored:
             diff = [k for k in ("algos", "clips", "seeds", "train_args", "steps", "prereg_sha256")
                     if getattr(requested, k) != getattr(stored, k)]

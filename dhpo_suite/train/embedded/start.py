@@ -77,8 +77,8 @@ def open_run(cfg: TrainConfig, explicit: set[str] | frozenset[str] | None,
     with writer_lock(run_dir, log):
         checkpoints = reader.checkpoints()
         last = max(checkpoints, default=0)
-        start = Start("resume", run_dir, cfg, _first(scalars, "eval/heldout_reward_initial"),
-                      _last(scalars, "eval/heldout_reward"), last, checkpoints)
+        start = Start("resume", run_dir, cfg, _recorded(scalars, "eval/heldout_reward_initial", 0),
+                      _recorded(scalars, "eval/heldout_reward", -1), last, checkpoints)
         if last >= cfg.steps and _loads(checkpoints[last]):
             start = dataclasses.replace(start, kind="done")
             if manifest.status != "completed":
@@ -190,11 +190,7 @@ def _loads(checkpoint: Path) -> bool:
     return True
 
 
-def _first(scalars: pd.DataFrame, column: str) -> float | None:
+def _recorded(scalars: pd.DataFrame, column: str, at: int) -> float | None:
+    """The `at`-th recorded value of a column (0: the first, -1: the last); None when none was recorded."""
     values = scalars[column].dropna() if column in scalars else pd.Series(dtype=float)
-    return float(values.iloc[0]) if len(values) else None
-
-
-def _last(scalars: pd.DataFrame, column: str) -> float | None:
-    values = scalars[column].dropna() if column in scalars else pd.Series(dtype=float)
-    return float(values.iloc[-1]) if len(values) else None
+    return float(values.iloc[at]) if len(values) else None
