@@ -4,6 +4,9 @@ commands list exactly those fields, with the field's docstring as help, and know
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 
 import pytest
 import typer
@@ -18,6 +21,7 @@ from dhpo_suite.eval.engine import EngineOptions
 from dhpo_suite.eval.runner import EvalSettings
 from dhpo_suite.science.cli import SWEEP_SETS, SweepArgs
 from dhpo_suite.train.cli import TrainCommand
+from dhpo_suite.testing.load import scaled
 from dhpo_suite.train.embedded.config import TrainConfig
 
 COMMANDS = {
@@ -103,21 +107,22 @@ def test_to_argv_gives_back_the_same_values():
     assert command.make_context("run", argv).params == values
 
 
-def test_protocol_defaults_apply_unless_typed(monkeypatch, tmp_path):
-    """`eval --protocol simplerl` samples at SimpleRL's top-p 0.95 unless --top-p is typed (a typed 1.0 too).
-    This was broken: the typed-or-not test compared click's enum with typer's vendored one."""
-    import dhpo_suite.eval.cli as cli
+@pytest.mark.slow
+def test_protocol_defaults_apply_unless_typed(tiny_model_dir, tmp_path):
+    """`eval --protocol simplerl` samples at SimpleRL's top-p 0.95 unless --top-p is typed (a typed 1.0 too): the
+    real evaluator on the tiny model, as recorded in the results' config.json. This was broken: the typed-or-not
+    test compared click's enum with typer's vendored one."""
     from dhpo_suite.eval.protocols import PROTOCOLS
 
-    seen = []
-    monkeypatch.setattr(cli, "_sequential", lambda targets, names, settings, *a: seen.append(settings) or {})
-    monkeypatch.setattr(cli, "_targets", lambda *a: [("m", str(tmp_path), tmp_path / "out")])
-    monkeypatch.setattr(cli, "_lock_results", lambda *a: None)
-    for extra, top_p in [([], PROTOCOLS["simplerl"].top_p), (["--top-p", "1.0"], 1.0)]:
-        result = CliRunner().invoke(app, ["eval", "--model", str(tmp_path), "--protocol", "simplerl", *extra])
-        assert result.exit_code == 0, result.output
-        assert seen[-1].top_p == top_p
     assert PROTOCOLS["simplerl"].top_p == 0.95
+    for extra, top_p in [([], 0.95), (["--top-p", "1.0"], 1.0)]:
+        out = tmp_path / f"res-{len(extra)}"
+        res = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arithmetic", "--model",
+                              str(tiny_model_dir), "--limit", "2", "--max-new-tokens", "8", "--grader-workers", "1",
+                              "--protocol", "simplerl", "--out", str(out), *extra],
+                             capture_output=True, text=True, timeout=scaled(600))
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert json.loads((out / "config.json").read_text())["top_p"] == top_p
 
 
 def test_engine_args_are_typed_as_json():
