@@ -2,12 +2,13 @@
 
     .venv/bin/python benchmarks/dashboard_draw.py [--steps 1000] [--repeats 5]
 
-Builds the Dynamics page's figures (dashboard/figures/curves.py: the 7 panels, raw beneath smoothed, and the
-clip fractions) for the two synthetic runs of benchmarks/dashboard.py, then in one headless Chromium page times
-`Plotly.newPlot` of all of them (Plotly.js from the plotly package), for each variant in turn, alternating,
-median over repeats. The variants change one thing each, so the table says what each costs: the per-chart
-linear/log buttons, the raw curves, WebGL traces. Streamlit's own cost (React, the page script) is not in it:
-benchmarks/dashboard.py measures the whole page.
+Builds the Dynamics page's figures (dashboard/figures/curves.py: the 7 panels, raw beneath smoothed, drawn as
+one figure of subplots by dashboard/figures/grid.py, and the clip fractions) for the two synthetic runs of
+benchmarks/dashboard.py, then in one headless Chromium page times `Plotly.newPlot` of all of them (Plotly.js
+from the plotly package), for each variant in turn, alternating, median over repeats. The variants change one
+thing each, so the table says what each costs: each panel as a figure of its own (the page before issue 30's
+grid), the per-panel linear/log buttons, the raw curves, WebGL traces. Streamlit's own cost (React, the page
+script) is not in it: benchmarks/dashboard.py measures the whole page.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import plotly.graph_objects as go
 
 from dashboard import CHROMIUM_ARGS, make_runs  # benchmarks/dashboard.py
 from dhpo_suite.dashboard.figures import curves as fig
+from dhpo_suite.dashboard.figures.grid import grid
 from dhpo_suite.runs import RunReader
 
 PANELS = [("entropy/mean", ("entropy/p10", "entropy/p90"), ()), ("length/mean", None, (("length/p90", "p90"),)),
@@ -34,6 +36,7 @@ PANELS = [("entropy/mean", ("entropy/p10", "entropy/p90"), ()), ("length/mean", 
 
 
 def figures(root: Path, alpha: float = 0.6) -> list[go.Figure]:
+    """The 7 panels, each a figure of its own, then the clip fractions."""
     raw = pd.concat([RunReader(root / r).scalars().assign(run=r) for r in ("dhpo-e", "grpo")], ignore_index=True)
     cols = list(raw.columns.drop(["run", "step"]))
     r, f = fig.prepare(raw, cols, 0.0), fig.prepare(raw, cols, alpha)
@@ -44,7 +47,7 @@ def figures(root: Path, alpha: float = 0.6) -> list[go.Figure]:
 
 
 def variants(figs: list[go.Figure]) -> dict[str, list[dict]]:
-    base = [json.loads(f.to_json()) for f in figs]
+    base = [json.loads(grid(figs[:7]).to_json()), json.loads(figs[7].to_json())]  # as the page draws them
 
     def changed(edit) -> list[dict]:
         out = copy.deepcopy(base)
@@ -66,18 +69,9 @@ def variants(figs: list[go.Figure]) -> dict[str, list[dict]]:
     def static(d):
         d["config"] = {"staticPlot": True}
 
-    def one_figure() -> list[dict]:  # the 7 panels as subplots of one figure (4 x 2), clip fractions apart
-        from plotly.subplots import make_subplots
-
-        panels = make_subplots(rows=4, cols=2, vertical_spacing=0.06)
-        for i, f in enumerate(figs[:7]):
-            panels.add_traces(list(f.data), rows=i // 2 + 1, cols=i % 2 + 1)
-        panels.update_layout(height=320 * 4, showlegend=False, hovermode="x unified")
-        return [json.loads(panels.to_json()), base[7]]
-
-    return {"as drawn": base, "7 panels as one figure": one_figure(), "no linear/log buttons": changed(no_buttons),
-            "no raw curves": changed(no_raw), "WebGL lines": changed(webgl),
-            "no modebar": changed(lambda d: d.update(config={"displayModeBar": False})),
+    return {"as drawn": base, "each panel its own figure": [json.loads(f.to_json()) for f in figs],
+            "no linear/log buttons": changed(no_buttons), "no raw curves": changed(no_raw),
+            "WebGL lines": changed(webgl), "no modebar": changed(lambda d: d.update(config={"displayModeBar": False})),
             "static (no interaction)": changed(static)}
 
 

@@ -44,9 +44,28 @@ def figures(at: AppTest) -> list[dict]:
     return out
 
 
+def panels(fig: dict) -> list[dict]:
+    """The panels of a figure of subplots (figures.grid) as figures of their own, in the shape `figures` returns:
+    the panel's title (its subplot title), its traces, and its axes and linear/log switch under the names a
+    standalone figure gives them ("xaxis", "yaxis", "updatemenus")."""
+    n_axes = sum(k.startswith("xaxis") for k in fig["layout"])
+    out = []
+    for i, note in enumerate(fig["layout"].get("annotations", [])[:n_axes]):
+        n = "" if i == 0 else str(i + 1)
+        layout = {k: v for k, v in fig["layout"].items() if not k.startswith(("xaxis", "yaxis", "updatemenus"))}
+        layout |= {"xaxis": fig["layout"][f"xaxis{n}"], "yaxis": fig["layout"][f"yaxis{n}"],
+                   "updatemenus": [m for m in fig["layout"].get("updatemenus", [])
+                                   if f"yaxis{n}.type" in m["buttons"][0]["args"][0]]}
+        out.append({"title": note["text"], "layout": layout,
+                    "data": [t for t in fig["data"] if t.get("xaxis", "x") == f"x{n}"]})
+    return out
+
+
 def figure(at: AppTest, title_start: str) -> dict:
-    found = [f for f in figures(at) if f["title"].startswith(title_start)]
-    assert found, f"no figure titled {title_start!r}; have {[f['title'] for f in figures(at)]}"
+    """The figure whose title starts with `title_start`, else the panel (subplot) whose title does."""
+    every = figures(at) + [p for f in figures(at) for p in panels(f)]
+    found = [f for f in every if f["title"].startswith(title_start)]
+    assert found, f"no figure or panel titled {title_start!r}; have {[f['title'] for f in every]}"
     return found[0]
 
 

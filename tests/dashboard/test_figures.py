@@ -358,3 +358,24 @@ def test_the_raw_curve_beneath_the_smoothed_one_keeps_its_spikes_in_half_the_poi
     x, y = list(r.x), np.asarray(r.y)
     assert len(x) <= fcur.MAX_POINTS // 2 and y[x.index(537)] == 5.0 and y[x.index(222)] == -3.0
     assert max(traces(line, "a")[0].y) < 5.0  # the smoothed curve damps the spike; the raw one shows it
+
+
+def test_panels_drawn_as_one_figure_keep_their_titles_axes_switches_and_notes():
+    from dhpo_suite.dashboard.figures.grid import grid
+
+    f = fcur.prepare(two_runs(), ["entropy/mean", "length/mean"])
+    panels = [fcur.line_overlay(f, "entropy/mean", "Entropy", legend=False),
+              fcur.line_overlay(f, "length/mean", "Length", log_y=True, legend=False),
+              fcur.line_overlay(f, "kl/k3", "KL", legend=False)]
+    g = grid(panels)
+    assert [a.text for a in g.layout.annotations] == ["Entropy", "Length", "KL", "no data: kl/k3 was not recorded"]
+    assert (g.layout.annotations[3].xref, g.layout.annotations[3].yref) == ("x3 domain", "y3 domain")
+    # each panel's traces on its own axes, its y title and scale kept; its switch acts on its own y axis only
+    assert [(t.name, t.yaxis) for t in g.data] == [("a", "y"), ("b", "y"), ("a", "y2"), ("b", "y2")]
+    assert list(traces(g, "b")[1].y) == [100.0 + s for s in range(10)]
+    assert g.layout.yaxis2.type == "log" and g.layout.yaxis.type is None and g.layout.xaxis3.visible is False
+    assert g.layout.yaxis2.title.text == "length/mean (tokens)"
+    switches = [[b.args[0] for b in menu.buttons] for menu in g.layout.updatemenus]
+    assert switches[1] == [{"yaxis2.type": "linear"}, {"yaxis2.type": "log"}] and g.layout.updatemenus[1].active == 1
+    assert switches[0] == [{"yaxis.type": "linear"}, {"yaxis.type": "log"}] and len(switches) == 2
+    assert g.layout.hovermode == "x unified" and g.layout.showlegend is False

@@ -9,6 +9,7 @@ import streamlit as st
 from dhpo_suite.dashboard import controls, data, frames
 from dhpo_suite.dashboard.figures import curves as fig
 from dhpo_suite.dashboard.figures.evaluation import accuracy_curve
+from dhpo_suite.dashboard.figures.grid import grid
 from dhpo_suite.runs.metrics import METRICS
 
 ctx = controls.context()
@@ -59,8 +60,9 @@ def _frames(versions: tuple, alpha: float, step_range: tuple, x_axis: str) -> tu
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # figures are only read (st.plotly_chart copies them)
 def panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tuple, colors: tuple,
-           extra: tuple, log_y: bool, clip_modes: tuple, x_axis: str) -> list[go.Figure]:
-    """The page's figures. `versions`: (run, path, run_version) of each selected run, the cache key of their
+           extra: tuple, log_y: bool, clip_modes: tuple, x_axis: str) -> tuple[go.Figure, go.Figure]:
+    """The page's two figures: the panels as one figure of subplots (the browser's cost is per figure), and the
+    clip fractions. `versions`: (run, path, run_version) of each selected run, the cache key of their
     scalars (hashing the scalars frame itself cost ~30 ms per rerun at 1000 steps)."""
     raw, f = _frames(versions, alpha, step_range, x_axis)
     colors = dict(colors)
@@ -69,9 +71,8 @@ def panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tuple
     out += [fig.line_overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[:4]]
     out.append(accuracy_curve(evals, colors=colors))
     out += [fig.line_overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[4:]]
-    out.append(fig.clip_fractions(f, ("token", "sequence", "mixed"), colors=colors, clip_modes=dict(clip_modes),
-                                  x=x_axis))
-    return out
+    return grid(out), fig.clip_fractions(f, ("token", "sequence", "mixed"), colors=colors,
+                                         clip_modes=dict(clip_modes), x=x_axis)
 
 
 def csv_of(versions: tuple, metric: str) -> bytes:
@@ -88,13 +89,11 @@ def charts() -> None:
     colors = tuple((r, ctx.colors[r]) for r in ctx.selected)
     modes = tuple((r, str(ctx.table.at[r, "clip"])) for r in ctx.selected)
     versions = tuple((r, ctx.path(r), data.run_version(ctx.path(r))) for r in ctx.selected)
-    *lines, clip = panels(versions, frames.evals_frame(ctx)[0], alpha, step_range, colors, tuple(extra), log_y, modes,
+    lines, clip = panels(versions, frames.evals_frame(ctx)[0], alpha, step_range, colors, tuple(extra), log_y, modes,
                           x_axis)
     note = f'<span style="font-size:0.8rem;color:#555">faint: raw · solid: EMA {alpha:g}</span>' if alpha > 0 else ""
     st.markdown(fig.legend_html(ctx.colors, ctx.selected).replace("</div>", note + "</div>"), unsafe_allow_html=True)
-    for i in range(0, len(lines), 2):
-        for j, (col, panel) in enumerate(zip(st.columns(2), lines[i : i + 2])):
-            col.plotly_chart(panel, key=f"dynamics_{i + j}", theme=None)
+    st.plotly_chart(lines, key="dynamics_panels", theme=None)
     st.plotly_chart(clip, key="dyn_clip", theme=None)
     with st.expander("What outside and binding mean"):
         st.markdown(fig.CLIP_DEFINITIONS)
