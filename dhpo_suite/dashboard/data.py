@@ -10,7 +10,9 @@ file that was missing or broken, which the page shows instead of failing.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,12 +22,14 @@ from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
-__all__ = ["mtime", "run_version", "evals_version", "runs_table", "list_runs", "scalars", "histogram", "histograms",
-           "outliers", "samples", "trust_bounds", "edge_bounds", "standalone_evals", "eval_summaries", "eval_samples"]
+__all__ = ["mtime", "run_version", "evals_version", "runs_table", "list_runs", "scalars", "histograms",
+           "outliers", "outlier_tables", "samples", "trust_bounds", "edge_bounds", "standalone_evals",
+           "eval_summaries", "eval_samples"]
 
 _TTL = 24 * 3600  # entries are keyed by mtime; the TTL only frees memory of runs no longer looked at
-# Cache sizes bound memory: 2048 histograms (~2 KB each: a heatmap needs ≤ 360), 64 steps of outliers and of
-# samples (≤ ~0.1 MB each), 64 scalar tables (one per run; ~0.5 MB for 1000 steps).
+# Cache sizes bound memory: 32 views of histograms (≤ 120 steps × 3 of ~2 KB: ≤ 0.7 MB each), 64 steps of
+# outliers and of samples (≤ ~0.1 MB each), 16 summaries' outliers (≤ 40 steps), 64 scalar tables (one per run;
+# ~0.5 MB for 1000 steps).
 
 
 def mtime(path: Path | str) -> int:
@@ -112,40 +116,46 @@ def _family(name: str) -> tuple[str, ...]:
     return (name,)
 
 
-@st.cache_data(max_entries=2048, ttl=_TTL, show_spinner=False)
-def _step_histograms(run_dir: str, step: int, names: tuple[str, ...], version: int) -> dict[str, tuple] | str:
-    """{name: (edges, counts)} of one step's histograms `names` (one file read), or a string naming the file
-    and what is wrong with it."""
+def _read_steps(read, steps: Sequence[int]) -> list:
+    """`read(step)` of every step, on a few threads: a view reads up to 120 small files, and pyarrow reads
+    and decodes them without the GIL (a run switch on the Clipping page read them one by one before)."""
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(read, steps))
+
+
+@st.cache_data(max_entries=32, ttl=_TTL, show_spinner=False)
+def _step_histograms(run_dir: str, steps: tuple[int, ...], names: tuple[str, ...],
+                     versions: tuple[int, ...]) -> dict[int, dict[str, tuple] | str]:
+    """{step: {name: (edges, counts)} of its histograms `names` (one file read), or a string naming the file
+    and what is wrong with it}. One entry per view (a heatmap's steps): a page rerun is one cache hit."""
     try:
-        hists = RunReader(run_dir).step_distributions(int(step), names)
+        reader = RunReader(run_dir)
     except RunFormatError as e:
-        return str(e)
-    return {n: (h.edges, h.counts) for n, h in hists.items()}
+        return {s: str(e) for s in steps}
 
+    def read(step: int) -> dict[str, tuple] | str:
+        try:
+            return {n: (h.edges, h.counts) for n, h in reader.step_distributions(step, names).items()}
+        except RunFormatError as e:
+            return str(e)
 
-def histogram(run_dir: str, step: int, name: str, version: int) -> tuple[np.ndarray, np.ndarray] | str:
-    """(edges, counts) of one step's histogram, or a string naming the file and what is wrong with it."""
-    got = _step_histograms(run_dir, int(step), _family(name), version)
-    if isinstance(got, str):
-        return got
-    if name not in got:
-        return f"{step_file(run_dir, 'distributions', step)}: no distribution named {name!r}"
-    return got[name]
+    return dict(zip(steps, _read_steps(read, steps)))
 
 
 def histograms(run_dir: str, steps: list[int], names: list[str]) -> tuple[dict[int, tuple], list[str]]:
     """{step: (edges, summed counts over `names`)} for the steps whose files are readable (names with the same
     edges, e.g. log_ratio/token/{pos,neg,zero}); problems name the others. One file read per step (cached)."""
+    family = tuple(dict.fromkeys(f for n in names for f in _family(n)))
+    versions = tuple(mtime(step_file(run_dir, "distributions", s)) for s in steps)
     out, problems = {}, []
-    for s in steps:
-        version = mtime(step_file(run_dir, "distributions", s))
-        parts = [histogram(run_dir, s, n, version) for n in names]
-        bad = [p for p in parts if isinstance(p, str)]
-        if bad:
-            problems.extend(dict.fromkeys(bad))
+    for s, got in _step_histograms(run_dir, tuple(int(s) for s in steps), family, versions).items():
+        missing = [] if isinstance(got, str) else [n for n in names if n not in got]
+        if isinstance(got, str) or missing:
+            problems.append(got if isinstance(got, str) else
+                            f"{step_file(run_dir, 'distributions', s)}: no distribution named {missing[0]!r}")
             continue
-        out[s] = (parts[0][0], np.sum([p[1] for p in parts], axis=0))
-    return out, problems
+        out[s] = (got[names[0]][0], np.sum([got[n][1] for n in names], axis=0))
+    return out, list(dict.fromkeys(problems))
 
 
 def _step_frame(kind: str, run_dir: str, step: int) -> tuple[pd.DataFrame, list[str]]:
@@ -158,6 +168,20 @@ def _step_frame(kind: str, run_dir: str, step: int) -> tuple[pd.DataFrame, list[
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
 def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
     return _step_frame("outliers", run_dir, step)
+
+
+@st.cache_data(max_entries=16, ttl=_TTL, show_spinner=False)
+def _outlier_tables(run_dir: str, steps: tuple[int, ...], versions: tuple[int, ...]) -> tuple[pd.DataFrame, list[str]]:
+    parts = _read_steps(lambda s: _step_frame("outliers", run_dir, s), steps)
+    tables = [t for t, _ in parts if not t.empty]
+    return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), [p for _, ps in parts for p in ps]
+
+
+def outlier_tables(run_dir: str, steps: list[int]) -> tuple[pd.DataFrame, list[str]]:
+    """The outlier rows of `steps`, stacked; problems name the files that could not be read (one cache entry
+    per set of steps: a rerun of the page is one hit)."""
+    versions = tuple(mtime(step_file(run_dir, "outliers", s)) for s in steps)
+    return _outlier_tables(run_dir, tuple(int(s) for s in steps), versions)
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
@@ -184,8 +208,8 @@ def trust_bounds(run_dir: str, step: int, branch: str, telemetry: dict) -> tuple
     if regions is not None and branch in regions:
         low, high = regions[branch]
         return None if low is None and high is None else (low, high)
-    hist = histogram(run_dir, step, f"log_ratio/{branch}/pos", version)
-    return None if isinstance(hist, str) else edge_bounds(hist[0], telemetry)
+    hists, _ = histograms(run_dir, [step], [f"log_ratio/{branch}/pos"])
+    return edge_bounds(hists[step][0], telemetry) if step in hists else None
 
 
 def edge_bounds(edges: np.ndarray, telemetry: dict) -> tuple[float, float]:

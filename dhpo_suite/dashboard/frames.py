@@ -12,7 +12,7 @@ from dhpo_suite.dashboard.controls import Context
 from dhpo_suite.dashboard.figures.evaluation import summary_rows
 from dhpo_suite.runs import eval_results as er
 
-__all__ = ["scalars_frame", "evals_frame", "sample_steps", "log_ratio_names", "outlier_tables"]
+__all__ = ["scalars_frame", "evals_frame", "sample_steps", "log_ratio_names"]
 
 HEATMAP_STEPS = 120
 """Most steps a heatmap reads (evenly spaced over the range): bounds the files read per view."""
@@ -70,14 +70,3 @@ def log_ratio_names(branch: str, sign: str) -> list[str]:
     """Histogram names of a branch's log-ratio for an advantage sign ("all", "A>0", "A<0", "A=0")."""
     parts = {"all": ("pos", "neg", "zero"), "A>0": ("pos",), "A<0": ("neg",), "A=0": ("zero",)}[sign]
     return [f"log_ratio/{branch}/{p}" for p in parts]
-
-
-def outlier_tables(run_dir: str, steps: list[int]) -> tuple[pd.DataFrame, list[str]]:
-    """The outlier rows of `steps`, stacked (cached per step file)."""
-    parts, problems = [], []
-    for s in steps:
-        table, probs = data.outliers(run_dir, s, data.mtime(data.step_file(run_dir, "outliers", s)))
-        problems += probs
-        if not table.empty:
-            parts.append(table)
-    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), problems

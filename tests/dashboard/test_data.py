@@ -39,12 +39,12 @@ def test_histograms_sum_signs_and_read_each_step_once(cispo_run, monkeypatch):
     data._step_histograms.clear()
     names = [f"log_ratio/token/{s}" for s in ("pos", "neg", "zero")]
     got, problems = data.histograms(cispo_run, [1, 2, 3], names)
-    assert problems == [] and reads == [1, 2, 3]  # one read per step, not one per histogram
+    assert problems == [] and sorted(reads) == [1, 2, 3]  # one read per step (on threads), not one per histogram
     r = RunReader(cispo_run)
     for s in (1, 2, 3):
         assert np.array_equal(got[s][1], sum(r.distributions(s, n).counts for n in names))
     data.histograms(cispo_run, [1, 2, 3], names[:1])  # another advantage sign: served from the cache
-    assert reads == [1, 2, 3]
+    assert sorted(reads) == [1, 2, 3]
     assert "no distribution named 'nope'" in data.histograms(cispo_run, [1], ["nope"])[1][0]
 
 

@@ -2,6 +2,7 @@
 heatmap of a branch with its trust region, the run's tokens that bind most, and a step's outlier tokens, each
 opening the response it comes from."""
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from dhpo_suite.dashboard import controls, data, frames, viewer
@@ -34,24 +35,44 @@ sign = c3.radio("Tokens", ["all", "A>0", "A<0"], horizontal=True, key="outliers_
 controls.set_url(run=run, branch=branch)
 clip_mode = str(ctx.table.at[run, "clip"])
 
-st.plotly_chart(clip_fractions(prepare(scal, [c for c in scal.columns if c.startswith("clip/")]), branches,
-                               ctx.colors, {run: clip_mode}), key="outliers_clip", theme=None)
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # figures are only read (st.plotly_chart copies them)
+def clip_figure(run: str, path: str, version: tuple, branches: tuple, color: str, clip_mode: str) -> go.Figure:
+    """The run's clip fractions (`version`: data.run_version, the key of its scalars)."""
+    scal = data.scalars(path, version)[0].assign(run=run)
+    return clip_fractions(prepare(scal, [c for c in scal.columns if c.startswith("clip/")]), branches,
+                          {run: color}, {run: clip_mode})
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def heatmap_figure(path: str, steps: tuple, names: tuple, versions: tuple, branch: str,
+                   title: str) -> tuple[go.Figure, list[str]]:
+    """The log-ratio heatmap over `steps` (`versions`: their distributions files' mtimes) and the problems of
+    the files it could not read."""
+    hists, problems = data.histograms(path, list(steps), list(names))
+    counts, edges = fig.heatmap_frame(hists)
+    has_region = f"clip/{branch}/outside_low" in data.scalars(path, data.run_version(path))[0].columns
+    telemetry = data.manifest_telemetry(path, data.run_version(path))
+    bounds = data.trust_bounds(path, int(counts.index[0]), branch, telemetry) if has_region and len(edges) else None
+    return fig.log_ratio_heatmap(counts, edges, bounds, title), problems
+
+
+st.plotly_chart(clip_figure(run, path, data.run_version(path), tuple(branches), ctx.colors[run], clip_mode),
+                key="outliers_clip", theme=None)
 with st.expander("What outside and binding mean", expanded=False):
     st.markdown(CLIP_DEFINITIONS)
 
 (lo, hi), _ = controls.step_controls(steps[-1], "outliers", smoothing=False)
-telemetry = data.manifest_telemetry(path, data.run_version(path))
-hists, probs = data.histograms(path, frames.sample_steps(steps, lo, hi), frames.log_ratio_names(branch, sign))
+heat_steps = frames.sample_steps(steps, lo, hi)
+heatmap, probs = heatmap_figure(path, tuple(heat_steps), tuple(frames.log_ratio_names(branch, sign)),
+                                tuple(data.mtime(data.step_file(path, "distributions", s)) for s in heat_steps),
+                                branch, f"log(ratio) of the {branch} branch ({sign})")
 controls.show_problems(probs)
-counts, edges = fig.heatmap_frame(hists)
-has_region = f"clip/{branch}/outside_low" in scal.columns  # no clip metrics: the branch has no trust region
-bounds = data.trust_bounds(path, int(counts.index[0]), branch, telemetry) if has_region and len(edges) else None
-st.plotly_chart(fig.log_ratio_heatmap(counts, edges, bounds, f"log(ratio) of the {branch} branch ({sign})"),
-                key="outliers_heatmap", theme=None)
+st.plotly_chart(heatmap, key="outliers_heatmap", theme=None)
 
 st.subheader(f"Tokens that bind most in {run}")
 summary_steps = frames.sample_steps(steps, lo, hi, n=frames.SUMMARY_STEPS)
-tables, probs = frames.outlier_tables(path, summary_steps)
+tables, probs = data.outlier_tables(path, summary_steps)
 controls.show_problems(probs)
 st.caption(f"Binding outlier tokens (the clip removed their gradient) over {len(summary_steps)} evenly spaced "
            f"steps of the range, grouped by token text: how often, in which branches, mean ratio.")
