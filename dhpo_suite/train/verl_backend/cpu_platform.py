@@ -34,7 +34,7 @@ import functools
 import os
 import types
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -43,23 +43,24 @@ __all__ = ["register", "use_cpu_platform", "requested", "install", "hydra_overri
 ROLLOUT_NAME = "dhpo-cpu"
 
 
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    """A CUDA call that has nothing to do on a CPU."""
+
+
 def _device_module() -> types.ModuleType:
     """`torch.cpu` plus the CUDA-style calls verl makes (memory stats read 0, cache calls do nothing)."""
     mod = types.ModuleType("dhpo_suite_verl_cpu_device")
     for name in ("synchronize", "current_stream", "stream", "Stream", "Event", "device_count", "is_available"):
         setattr(mod, name, getattr(torch.cpu, name))
     mod.current_device = lambda: 0
-    mod.set_device = lambda index: None
-    mod.empty_cache = lambda: None
-    mod.ipc_collect = lambda: None
+    mod.set_device = mod.empty_cache = mod.ipc_collect = mod.reset_peak_memory_stats = _nothing
+    mod.set_per_process_memory_fraction = _nothing
     mod.get_device_name = lambda index=0: "cpu"
-    mod.set_per_process_memory_fraction = lambda fraction, device=None: None
     mod.get_rng_state = lambda device=None: torch.get_rng_state()
     mod.set_rng_state = lambda state, device=None: torch.set_rng_state(state)
     mod.manual_seed = mod.manual_seed_all = torch.manual_seed
     for stat in ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"):
         setattr(mod, stat, lambda device=None: 0)
-    mod.reset_peak_memory_stats = lambda device=None: None
     mod.mem_get_info = _mem_get_info
     return mod
 
@@ -72,7 +73,10 @@ def _mem_get_info(device: Any = None) -> tuple[int, int]:
     return vm.available, vm.total
 
 
-def _platform_class():
+@functools.cache
+def register() -> type:
+    """Register the "cpu" platform with verl (once per process); returns the class (PlatformCPU). The class
+    subclasses verl's, so it is built on first use: this module imports no verl eagerly."""
     from verl.plugin.platform import PlatformBase, PlatformRegistry
 
     @PlatformRegistry.register(platform="cpu")
@@ -80,15 +84,16 @@ def _platform_class():
         """verl platform for host CPUs: gloo collectives, no accelerator resources in Ray."""
 
         _module = _device_module()
-        device_name = property(lambda self: "cpu")
-        vendor_name = property(lambda self: "cpu")
+        device_name = vendor_name = property(lambda self: "cpu")
         device_module = property(lambda self: self._module)
+        set_device = synchronize = set_allocator_settings = empty_cache = staticmethod(_nothing)
+        profiler_start = profiler_stop = cudart = staticmethod(_nothing)
 
         def is_available(self) -> bool:
             return True
 
         def is_platform_available(self, use_smi_check: bool = False) -> bool:
-            return os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
+            return requested()
 
         def current_device(self) -> str:
             # verl passes this straight to .to(...)/torch.device(...); an int would mean an accelerator.
@@ -97,23 +102,10 @@ def _platform_class():
         def device_count(self) -> int:
             return 1
 
-        def set_device(self, device_index: int) -> None:
-            return None
-
-        def synchronize(self, device_index: Optional[int] = None) -> None:
-            return None
-
         def manual_seed(self, seed: int) -> None:
             torch.manual_seed(seed)
 
-        def manual_seed_all(self, seed: int) -> None:
-            torch.manual_seed(seed)
-
-        def set_allocator_settings(self, settings: str) -> None:
-            return None
-
-        def empty_cache(self) -> None:
-            return None
+        manual_seed_all = manual_seed
 
         def get_device_capability(self, device_index: int = 0):
             return None, None
@@ -128,12 +120,6 @@ def _platform_class():
         def nvtx_range(self, msg: str):
             yield
 
-        def profiler_start(self) -> None:
-            return None
-
-        def profiler_stop(self) -> None:
-            return None
-
         def ray_resource_name(self) -> str:
             return "CPU"
 
@@ -146,17 +132,7 @@ def _platform_class():
         def is_ipc_supported(self) -> bool:
             return False
 
-        def cudart(self) -> Any:
-            return None
-
     return PlatformCPU
-
-
-@functools.cache
-def register() -> type:
-    """Register the "cpu" platform with verl (once per process); returns the class (PlatformCPU). The class
-    subclasses verl's, so it is built on first use: this module imports no verl eagerly."""
-    return _platform_class()
 
 
 def use_cpu_platform() -> None:

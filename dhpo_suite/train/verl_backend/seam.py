@@ -202,11 +202,7 @@ def current_micro_batch() -> MicroBatch | None:
     return STATE.micro_batch.get()
 
 
-def _wrap_ppo_loss(ppo_loss: Callable) -> Callable:
-    if getattr(ppo_loss, _PATCHED, False):
-        return ppo_loss
-
-    @functools.wraps(ppo_loss)
+def _with_micro_batch(ppo_loss: Callable) -> Callable:
     def ppo_loss_with_micro_batch(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> Any:
         token = STATE.micro_batch.set(MicroBatch(model_output, data))
         try:
@@ -214,14 +210,13 @@ def _wrap_ppo_loss(ppo_loss: Callable) -> Callable:
         finally:
             STATE.micro_batch.reset(token)
 
-    setattr(ppo_loss_with_micro_batch, _PATCHED, True)
     return ppo_loss_with_micro_batch
 
 
 def _patch_ppo_loss_name(module: Any) -> None:
     """Rebind `module.ppo_loss` (verl's losses module and every module that imported the name)."""
     if hasattr(module, "ppo_loss"):
-        module.ppo_loss = _wrap_ppo_loss(module.ppo_loss)
+        _wrap_method(module, "ppo_loss", _with_micro_batch)
 
 
 def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
@@ -246,14 +241,15 @@ def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
 
 
 # ---- 3. the actor worker ----
-def _wrap_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
-    """Replace cls.name by make(original); functools.wraps keeps verl's @register dispatch attributes."""
-    original = getattr(cls, name)
+def _wrap_method(owner: Any, name: str, make: Callable[[Callable], Callable]) -> None:
+    """Replace owner.name (a class's method, a module's function) by make(original), once; functools.wraps
+    keeps verl's @register dispatch attributes."""
+    original = getattr(owner, name)
     if getattr(original, _PATCHED, False):
         return
     wrapper = functools.wraps(original)(make(original))
     setattr(wrapper, _PATCHED, True)
-    setattr(cls, name, wrapper)
+    setattr(owner, name, wrapper)
 
 
 def _patch_training_worker(module: Any, wiring: Wiring) -> None:
@@ -353,10 +349,9 @@ def global_step_of(local_path: str) -> int | None:
 
 
 # ---- verl's policy-loss registry and config classes ----
-def _register(losses: dict[str, Callable], registry_module: Any) -> list[str]:
+def _register(losses: dict[str, Callable], registry_module: Any) -> None:
     for mode, fn in losses.items():
         registry_module.register_policy_loss(mode)(fn)
-    return list(losses)
 
 
 def is_registered(mode: str) -> bool:
