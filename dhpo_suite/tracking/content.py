@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def sample_rows(record: StepRecord) -> list[dict[str, Any]]:
     """One dict per sampled response (SAMPLE_COLUMNS), in response-id order."""
     rows = []
     for s in sorted(record.samples, key=lambda r: r["response_id"]):
-        ratios = _first_present(s, ("mixed_ratio", "token_ratio"))
+        ratios = _values(s.get("mixed_ratio")) or _values(s.get("token_ratio"))
         seq = _values(s.get("seq_ratio"))
         rows.append({
             "step": int(record.step),
@@ -100,14 +100,6 @@ def _values(v: Any) -> list | None:
         return None
     v = v.tolist() if hasattr(v, "tolist") else list(v)
     return v or None
-
-
-def _first_present(row: Mapping[str, Any], keys: Iterable[str]) -> list | None:
-    for k in keys:
-        v = _values(row.get(k))
-        if v:
-            return v
-    return None
 
 
 def _text(v: Any) -> str:

@@ -58,28 +58,13 @@ class VerlMirror:
             self.started = True
         todo = [s for s in reader.steps() if s <= step and s not in self.done]
         if todo:
-            for record, samples in iter_records(_Only(reader, todo), self.table_every, []):
+            for record, samples in iter_records(reader, self.table_every, [], steps=set(todo)):
                 for m in self.mirrors:
                     m.log_step(record, samples=samples)
                 self.done.add(record.step)
             for m in self.mirrors:
                 m.flush()
         self.work_s += time.perf_counter() - t0
-
-
-class _Only:
-    """A RunReader restricted to some steps (iter_records reads scalars once, then per step)."""
-
-    def __init__(self, reader, steps: list[int]):
-        self._reader, self._steps = reader, set(steps)
-        self.problems = reader.problems
-
-    def scalars(self):
-        frame = self._reader.scalars()
-        return frame[frame["step"].isin(self._steps)]
-
-    def __getattr__(self, name):
-        return getattr(self._reader, name)
 
 
 def mirror_for(config: Any, loggers: dict[str, Any]) -> VerlMirror | None:
