@@ -37,16 +37,6 @@ class Bins:
     edges: np.ndarray
     counts: np.ndarray
 
-    @property
-    def total(self) -> int:
-        return int(self.counts.sum())
-
-    @property
-    def sums(self) -> tuple[float, float]:
-        """(Σx, Σx²) with every value at its bin's midpoint (what a fixed-bin histogram can tell)."""
-        mid = 0.5 * (self.edges[:-1] + self.edges[1:])
-        return float(np.dot(self.counts, mid)), float(np.dot(self.counts, mid * mid))
-
 
 def scalars(record: StepRecord) -> dict[str, float]:
     """Every measured scalar of the step, by its run-directory name."""

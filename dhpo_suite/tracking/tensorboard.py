@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dhpo_suite.runs import StepRecord
 
 from . import content
@@ -76,10 +78,10 @@ def step_summary(record: StepRecord):
 
     values = [Summary.Value(tag=k, simple_value=v) for k, v in content.scalars(record).items()]
     for name, b in content.histograms(record).items():
-        total, squares = b.sums
-        histo = HistogramProto(min=float(b.edges[0]), max=float(b.edges[-1]), num=float(b.total), sum=total,
-                               sum_squares=squares, bucket_limit=b.edges[1:].tolist(),
-                               bucket=b.counts.astype(float).tolist())
+        mid = 0.5 * (b.edges[:-1] + b.edges[1:])  # Σx, Σx² with every value at its bin's midpoint
+        histo = HistogramProto(min=float(b.edges[0]), max=float(b.edges[-1]), num=float(b.counts.sum()),
+                               sum=float(np.dot(b.counts, mid)), sum_squares=float(np.dot(b.counts, mid * mid)),
+                               bucket_limit=b.edges[1:].tolist(), bucket=b.counts.astype(float).tolist())
         values.append(Summary.Value(tag=name, histo=histo))
     return Summary(value=values)
 

