@@ -122,8 +122,9 @@ def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, list
 
 def _attach_prompts(record: StepRecord, prompts: list[Facts], group_size: int) -> None:
     """Fill the kept responses' `prompt`/`gold` columns when every prompt has both (else leave them null)."""
-    if prompts and all(p is not None and g is not None for p, g in prompts):
-        record.attach_prompts([p for p, _ in prompts], [g for _, g in prompts], group_size)
+    problems, golds = [p for p, _ in prompts if p is not None], [g for _, g in prompts if g is not None]
+    if problems and len(problems) == len(golds) == len(prompts):
+        record.attach_prompts(problems, golds, group_size)
 
 
 def ids_from_uids(uids_by_rank: list[list[str]], facts: list[Facts], rank: int) -> tuple[list[int], int, list[Facts]]:
