@@ -89,14 +89,6 @@ def _enabled(config: Any) -> bool:
     return objective_of(pl.loss_mode) is not None and bool(getattr(pl, "run_dir", None))
 
 
-def _row_prompts(data: Any, real: list[bool]) -> list[Facts]:
-    """(problem, gold) of each real row, (None, None) when the batch carries neither."""
-    found = verl_batch.prompts_and_golds(data)
-    if found is None:
-        return [(None, None)] * sum(real)
-    return [(p, g) for p, g, r in zip(*found, real) if r]
-
-
 def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, list[Facts]]:
     """(ids (N,) int64, responses per prompt, each prompt's facts, indexed by response id // G) for this rank's
     rows, -1 for padding rows; see the module docstring."""
@@ -104,7 +96,9 @@ def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, list
 
     real = verl_batch.real_rows(data).tolist()
     uids = verl_batch.strings(data, "uid")
-    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else sum(real), _row_prompts(data, real))
+    found = verl_batch.prompts_and_golds(data)  # (problem, gold) of each real row, (None, None) without them
+    row_facts = [(p, g) for p, g, r in zip(*found, real) if r] if found is not None else [(None, None)] * sum(real)
+    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else sum(real), row_facts)
     everyone, rank = _all_gather(mine, group)
     facts = [f for _, fs in everyone for f in fs]  # every real row's (problem, gold), in rank order
     ids = torch.full((len(real),), -1, dtype=torch.int64)
