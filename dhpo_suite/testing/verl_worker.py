@@ -28,7 +28,7 @@ import resource
 import socket
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -336,8 +336,7 @@ def _setup(rank: int, world: int, port: int, device: str) -> None:
                                              init_method=f"tcp://127.0.0.1:{port}")
 
 
-def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
-    case = LocalCase(**{**case_dict, "objectives": tuple(case_dict["objectives"])})
+def _spawned(rank: int, world: int, port: int, case: LocalCase, queue) -> None:
     _setup(rank, world, port, case.device)
     try:
         queue.put((rank, run_local(case, rank, world), None))
@@ -359,7 +358,7 @@ def run_distributed(case: LocalCase, world: int = 2, timeout: float = 600.0) -> 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_spawned, args=(r, world, port, asdict(case), queue)) for r in range(world)]
+    procs = [ctx.Process(target=_spawned, args=(r, world, port, case, queue)) for r in range(world)]
     for p in procs:
         p.start()
     results: dict[int, Any] = {}

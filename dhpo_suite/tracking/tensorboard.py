@@ -30,13 +30,12 @@ class TensorBoardMirror:
     def __init__(self, logdir: Path | str | None = None, *, file_writer: Any = None, text_tag: str = "manifest"):
         """`logdir`: a directory of our own (an event file is created there); `file_writer`: anything with
         `add_event(event)` and `flush()` (torch's FileWriter, TensorBoard's EventFileWriter) to share."""
+        self._owned = file_writer is None
         if file_writer is None:
             from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
             Path(logdir).mkdir(parents=True, exist_ok=True)
-            file_writer, self._owned = EventFileWriter(str(logdir)), True
-        else:
-            self._owned = False
+            file_writer = EventFileWriter(str(logdir))
         self.writer = file_writer
         self.location = Path(logdir) if logdir is not None else Path(file_writer.get_logdir())
         self.text_tag = text_tag
