@@ -28,7 +28,7 @@ import resource
 import socket
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -189,11 +189,17 @@ def _rollout(case: LocalCase, step: int, vocab: int):
     return batch, rewards, noise
 
 
-def _update_inputs(worker, case: LocalCase, batch, adv, noise, calculate_entropy: bool):
-    """old log-probs (worker forward + lag noise) and advantages (B,), as verl's trainer sends them."""
+def _update_inputs(worker, case: LocalCase, batch, rewards, noise, calculate_entropy: bool, rank: int, world: int):
+    """This rank's share of the batch with old log-probs (worker forward + lag noise) and advantages, as verl's
+    trainer sends them."""
     from verl.utils import tensordict_utils as tu
     from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
 
+    from dhpo_suite.train.objectives import group_advantages
+
+    adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
+    share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
+    batch, adv, noise = batch[share], adv[share], noise[share]
     td = left_right_2_no_padding(batch.to_tensordict())
     tu.assign_non_tensor(td, calculate_entropy=False, compute_loss=False, temperature=1.0)
     old = no_padding_2_padding(tu.get(worker.compute_log_prob(td), "log_probs"), td).float()
@@ -244,8 +250,6 @@ def _use_objective(worker, case: LocalCase, objective: str):
 
 def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, Any]]:
     """Run `case` on this process as data-parallel rank `rank` of `world` (process group must exist)."""
-    from dhpo_suite.train.objectives import group_advantages
-
     if case.feed == "v1":
         from dhpo_suite.testing import verl_v1_feed as v1_feed
 
@@ -263,11 +267,9 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
             if case.feed == "v1":
                 cfg, meta = compose(worker_overrides(case, objective)), v1_feed.put_rollout(batch, rewards, step)
             else:
-                adv = group_advantages(rewards, case.group_size)  # on the whole batch, as verl's driver does
-                share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
-                td = _update_inputs(worker, case, batch[share], adv[share], noise[share], actor.calculate_entropy)
+                td = _update_inputs(worker, case, batch, rewards, noise, actor.calculate_entropy, rank, world)
             before = _params(worker) if case.check_weights else None
-            _reset_peak(case.device)
+            _sync(case.device, reset_peak=True)
             start, cpu_start = time.perf_counter(), time.process_time()
             # timed: the update (v1: the trainer's methods from old log-probs to the update, as one step)
             if case.feed == "v1":
@@ -289,10 +291,7 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
         worker.save_checkpoint(path, global_step=case.save_checkpoint)
         worker.load_checkpoint(path)
         batch, rewards, noise = _rollout(case, case.steps + 1, vocab)
-        adv = group_advantages(rewards, case.group_size)
-        share = slice(rank * len(batch) // world, (rank + 1) * len(batch) // world)
-        worker.update_actor(_update_inputs(worker, case, batch[share], adv[share], noise[share],
-                                           actor.calculate_entropy))
+        worker.update_actor(_update_inputs(worker, case, batch, rewards, noise, actor.calculate_entropy, rank, world))
     return results
 
 
@@ -304,19 +303,13 @@ def _lists(output) -> dict[str, Any]:
     return {k: v for k, v in metrics.items() if isinstance(v, list)}
 
 
-def _reset_peak(device: str) -> None:
+def _sync(device: str, reset_peak: bool = False) -> None:
     if device == "cuda":
         import torch
 
         torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
+        if reset_peak:
+            torch.cuda.reset_peak_memory_stats()
 
 
 def _free_port() -> int:
@@ -343,8 +336,7 @@ def _setup(rank: int, world: int, port: int, device: str) -> None:
                                              init_method=f"tcp://127.0.0.1:{port}")
 
 
-def _spawned(rank: int, world: int, port: int, case_dict: dict, queue) -> None:
-    case = LocalCase(**{**case_dict, "objectives": tuple(case_dict["objectives"])})
+def _spawned(rank: int, world: int, port: int, case: LocalCase, queue) -> None:
     _setup(rank, world, port, case.device)
     try:
         queue.put((rank, run_local(case, rank, world), None))
@@ -366,7 +358,7 @@ def run_distributed(case: LocalCase, world: int = 2, timeout: float = 600.0) -> 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_spawned, args=(r, world, port, asdict(case), queue)) for r in range(world)]
+    procs = [ctx.Process(target=_spawned, args=(r, world, port, case, queue)) for r in range(world)]
     for p in procs:
         p.start()
     results: dict[int, Any] = {}

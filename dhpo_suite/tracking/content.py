@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -36,16 +36,6 @@ class Bins:
 
     edges: np.ndarray
     counts: np.ndarray
-
-    @property
-    def total(self) -> int:
-        return int(self.counts.sum())
-
-    @property
-    def sums(self) -> tuple[float, float]:
-        """(Σx, Σx²) with every value at its bin's midpoint (what a fixed-bin histogram can tell)."""
-        mid = 0.5 * (self.edges[:-1] + self.edges[1:])
-        return float(np.dot(self.counts, mid)), float(np.dot(self.counts, mid * mid))
 
 
 def scalars(record: StepRecord) -> dict[str, float]:
@@ -73,7 +63,7 @@ def sample_rows(record: StepRecord) -> list[dict[str, Any]]:
     """One dict per sampled response (SAMPLE_COLUMNS), in response-id order."""
     rows = []
     for s in sorted(record.samples, key=lambda r: r["response_id"]):
-        ratios = _first_present(s, ("mixed_ratio", "token_ratio"))
+        ratios = _values(s.get("mixed_ratio")) or _values(s.get("token_ratio"))
         seq = _values(s.get("seq_ratio"))
         rows.append({
             "step": int(record.step),
@@ -100,14 +90,6 @@ def _values(v: Any) -> list | None:
         return None
     v = v.tolist() if hasattr(v, "tolist") else list(v)
     return v or None
-
-
-def _first_present(row: Mapping[str, Any], keys: Iterable[str]) -> list | None:
-    for k in keys:
-        v = _values(row.get(k))
-        if v:
-            return v
-    return None
 
 
 def _text(v: Any) -> str:

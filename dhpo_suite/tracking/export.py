@@ -29,9 +29,12 @@ class ExportResult:
     problems: list[str] = field(default_factory=list)
 
 
-def iter_records(reader: RunReader, table_every: int, problems: list[str]):
-    """(record, has_samples) for every committed step: scalars, 1-D histograms and (every N steps) samples."""
+def iter_records(reader: RunReader, table_every: int, problems: list[str], steps: set[int] | None = None):
+    """(record, has_samples) for every committed step (of `steps`, when given): scalars, 1-D histograms and
+    (every N steps) samples."""
     frame = reader.scalars()
+    if steps is not None:
+        frame = frame[frame["step"].isin(steps)]
     metrics = [c for c in frame.columns if c not in ("step", "time")]
     for row in frame.itertuples(index=False, name=None):
         values = dict(zip(frame.columns, row))

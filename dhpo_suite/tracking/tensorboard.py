@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dhpo_suite.runs import StepRecord
 
 from . import content
@@ -28,13 +30,12 @@ class TensorBoardMirror:
     def __init__(self, logdir: Path | str | None = None, *, file_writer: Any = None, text_tag: str = "manifest"):
         """`logdir`: a directory of our own (an event file is created there); `file_writer`: anything with
         `add_event(event)` and `flush()` (torch's FileWriter, TensorBoard's EventFileWriter) to share."""
+        self._owned = file_writer is None
         if file_writer is None:
             from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
             Path(logdir).mkdir(parents=True, exist_ok=True)
-            file_writer, self._owned = EventFileWriter(str(logdir)), True
-        else:
-            self._owned = False
+            file_writer = EventFileWriter(str(logdir))
         self.writer = file_writer
         self.location = Path(logdir) if logdir is not None else Path(file_writer.get_logdir())
         self.text_tag = text_tag
@@ -76,10 +77,10 @@ def step_summary(record: StepRecord):
 
     values = [Summary.Value(tag=k, simple_value=v) for k, v in content.scalars(record).items()]
     for name, b in content.histograms(record).items():
-        total, squares = b.sums
-        histo = HistogramProto(min=float(b.edges[0]), max=float(b.edges[-1]), num=float(b.total), sum=total,
-                               sum_squares=squares, bucket_limit=b.edges[1:].tolist(),
-                               bucket=b.counts.astype(float).tolist())
+        mid = 0.5 * (b.edges[:-1] + b.edges[1:])  # Σx, Σx² with every value at its bin's midpoint
+        histo = HistogramProto(min=float(b.edges[0]), max=float(b.edges[-1]), num=float(b.counts.sum()),
+                               sum=float(np.dot(b.counts, mid)), sum_squares=float(np.dot(b.counts, mid * mid)),
+                               bucket_limit=b.edges[1:].tolist(), bucket=b.counts.astype(float).tolist())
         values.append(Summary.Value(tag=name, histo=histo))
     return Summary(value=values)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ class VerlMirror:
         self.run_dir, self.mirrors, self.table_every = Path(run_dir), mirrors, table_every
         self.done: set[int] = set()
         self.started = False
-        self.work_s = 0.0
 
     def log_through(self, step: int) -> None:
         """Mirror every committed step <= `step` not mirrored yet, in order."""
@@ -50,36 +48,19 @@ class VerlMirror:
 
         from .export import iter_records
 
-        t0 = time.perf_counter()
         reader = RunReader(self.run_dir)
         if not self.started:
             for m in self.mirrors:
                 m.start(reader.manifest)
             self.started = True
-        todo = [s for s in reader.steps() if s <= step and s not in self.done]
+        todo = {s for s in reader.steps() if s <= step and s not in self.done}
         if todo:
-            for record, samples in iter_records(_Only(reader, todo), self.table_every, []):
+            for record, samples in iter_records(reader, self.table_every, [], steps=todo):
                 for m in self.mirrors:
                     m.log_step(record, samples=samples)
                 self.done.add(record.step)
             for m in self.mirrors:
                 m.flush()
-        self.work_s += time.perf_counter() - t0
-
-
-class _Only:
-    """A RunReader restricted to some steps (iter_records reads scalars once, then per step)."""
-
-    def __init__(self, reader, steps: list[int]):
-        self._reader, self._steps = reader, set(steps)
-        self.problems = reader.problems
-
-    def scalars(self):
-        frame = self._reader.scalars()
-        return frame[frame["step"].isin(self._steps)]
-
-    def __getattr__(self, name):
-        return getattr(self._reader, name)
 
 
 def mirror_for(config: Any, loggers: dict[str, Any]) -> VerlMirror | None:

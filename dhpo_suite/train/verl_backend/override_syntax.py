@@ -22,9 +22,5 @@ def override_keys(overrides: Iterable[str]) -> frozenset[str]:
 
 def override_value(overrides: Iterable[str], key: str) -> str | None:
     """The raw value the last of `overrides` gives `key` (None: not set there)."""
-    found = None
-    for o in overrides:
-        _, k, v = split_override(o)
-        if k == key:
-            found = v
-    return found
+    values = [v for _, k, v in map(split_override, overrides) if k == key]
+    return values[-1] if values else None

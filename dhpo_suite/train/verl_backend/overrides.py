@@ -2,7 +2,7 @@
 
     overrides = hydra_overrides(get_preset("qwen3-4b"), algorithm_settings("dhpo-e"), paths)
     cfg = compose(overrides + user_overrides)       # verl's ppo_trainer.yaml, via hydra.compose
-    validate(cfg)                                   # verl's validate_config + its dataclasses
+    seam.check_config(cfg)                          # verl's validate_config + its dataclasses
 
 User overrides come last, so anything can still be changed from the command line.
 """
@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dhpo_suite.train.verl_backend.hparams import ACTOR, VERL_FIELDS, format_value, hparam_overrides
-from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG
+from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG, loss_mode
 from dhpo_suite.train.verl_backend.presets import AlgorithmSettings, Preset
-from dhpo_suite.train.verl_backend.registration import loss_mode
 
-__all__ = ["Paths", "hydra_overrides", "length_settings", "compose", "validate", "format_value", "REWARD_PATH"]
+__all__ = ["Paths", "hydra_overrides", "length_settings", "compose", "REWARD_PATH"]
 
 ROLLOUT = "actor_rollout_ref.rollout"
 MODEL = "actor_rollout_ref.model"
@@ -130,15 +129,3 @@ def compose(overrides: Iterable[str]) -> Any:
     GlobalHydra.instance().clear()
     with initialize_config_module(config_module="verl.trainer.config", version_base=None):
         return hydra_compose(config_name="ppo_trainer", overrides=list(overrides))
-
-
-def validate(cfg: Any) -> dict[str, Any]:
-    """Check `cfg` with verl's own validation and config classes (no launch); returns the dataclasses.
-
-    verl's validate_config builds the actor dataclass (our DHPOPolicyLossConfig included) and checks
-    batch sizes; the rollout and algorithm sections are turned into their dataclasses too. Our own start-up
-    checks (startup.check) run before this, in launch.plan.
-    """
-    from dhpo_suite.train.verl_backend.seam import check_config
-
-    return check_config(cfg)

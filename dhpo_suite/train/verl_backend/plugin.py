@@ -1,14 +1,10 @@
 """verl's `verl.plugins` entry point (declared in pyproject.toml): imported by every process that imports verl.
 
-Importing it costs nothing up front (`install`, idempotent, runs on import). It
-- registers a "cpu" verl platform, and with VERL_PLATFORM=cpu the CPU shims and rollout (cpu_platform.py),
-- wires the backend into verl through the seam (seam.install): every dhpo-suite objective is registered in
-  verl's policy-loss registry as `dhpo_suite.<name>` (registration.py) as soon as
-  `verl.trainer.ppo.core_algos` is imported; verl's `ppo_loss` and `TrainingWorker` are wrapped right after
-  their modules load, so losses see the micro-batch entropy and each update streams telemetry
-  (rank_telemetry.py); verl's `Tracking` mirrors that telemetry (dhpo_suite/tracking/verl_tracking.py);
-  verl's `validate_config` and each worker's `set_loss_fn` run the start-up checks (startup.py), so a plain
-  `python -m verl.trainer.main_ppo` launch is checked (and gets the paper's settings) like ours.
+Importing it costs nothing up front (`install`, idempotent, runs on import). It registers a "cpu" verl platform
+(with VERL_PLATFORM=cpu also the CPU shims and rollout, cpu_platform.py) and wires the backend into verl through
+the seam (`seam.install`; `WIRING` names what verl's patched code calls: our losses in its registry, per-update
+telemetry, the tracking mirror, the start-up checks), so a plain `python -m verl.trainer.main_ppo` launch is
+checked (and gets the paper's settings) like ours.
 
 verl swallows exceptions raised here (it logs them at DEBUG level). That is why runs launched by
 dhpo-suite also name `dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig` as their policy-loss

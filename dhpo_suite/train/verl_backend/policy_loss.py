@@ -24,7 +24,7 @@ from dhpo_suite.train.verl_backend import seam
 from dhpo_suite.train.verl_backend.hparams import objective_hparams
 from dhpo_suite.train.verl_backend.state import STATE
 
-__all__ = ["objective_hparams", "make_policy_loss", "loss_metrics"]
+__all__ = ["make_policy_loss", "loss_metrics"]
 
 
 @functools.lru_cache(maxsize=64)

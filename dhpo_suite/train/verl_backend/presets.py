@@ -2,7 +2,7 @@
 
 A `Preset` holds the model and the optimisation/rollout protocol; an `AlgorithmSettings` holds what
 the loss needs: the objective and its settings, by the objective's own keywords (clip ranges,
-aggregation, ...), and whether verl must compute the entropy. Hydra overrides are generated from both
+aggregation, ...). Hydra overrides are generated from both
 (overrides.py, hparams.py); nothing is kept by hand beside them. Every setting's default is the objective
 library's, which is the paper's (Appendix D), so one number lives in one place. The aggregation is one
 setting shared by every algorithm (Appendix D shares all but the clip ranges): every objective's default is
@@ -130,8 +130,6 @@ class AlgorithmSettings:
     """Library objective name (loss mode dhpo_suite.<objective>)."""
     hparams: tuple[tuple[str, Any], ...]
     """Every setting of the objective, by its own keyword (resolved and checked by the objective library)."""
-    needs_entropy: bool = False
-    """verl must compute the per-token entropy in the update (actor.calculate_entropy)."""
 
     def changed(self) -> dict[str, Any]:
         """The settings that differ from the objective's paper defaults."""
@@ -147,5 +145,4 @@ def algorithm_settings(name: str, **hparams: Any) -> AlgorithmSettings:
     from dhpo_suite.train.objectives import get_objective
 
     objective = get_objective(name, **hparams)  # resolves and checks, once
-    return AlgorithmSettings(objective=name, hparams=tuple(objective.hparams.items()),
-                             needs_entropy=objective.needs_entropy)
+    return AlgorithmSettings(objective=name, hparams=tuple(objective.hparams.items()))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -51,25 +52,10 @@ if TYPE_CHECKING:
     from dhpo_suite.train.telemetry import Decode, TelemetryAccumulator, TelemetryState
     from dhpo_suite.train.verl_backend.seam import MicroBatch
 
-__all__ = ["StepTelemetry", "Prompts", "ids_from_uids", "run_step", "note_checkpoint_loaded", "export_checkpoint"]
+__all__ = ["StepTelemetry", "ids_from_uids", "run_step", "note_checkpoint_loaded", "export_checkpoint"]
 
 Facts = tuple["str | None", "str | None"]
 """A prompt's (problem, gold answer), None where the batch does not carry it."""
-
-
-@dataclass(frozen=True)
-class Prompts:
-    """Problem and gold answer of each prompt of a step, indexed by prompt (response id // group_size)."""
-
-    problems: list[str | None]
-    golds: list[str | None]
-
-    def attach(self, record: StepRecord, group_size: int) -> None:
-        """Fill the kept responses' `prompt`/`gold` columns when every prompt has both (else leave them null)."""
-        problems = [p for p in self.problems if p is not None]
-        golds = [g for g in self.golds if g is not None]
-        if problems and len(problems) == len(self.problems) and len(golds) == len(self.golds):
-            record.attach_prompts(problems, golds, group_size)
 
 
 @dataclass
@@ -103,22 +89,16 @@ def _enabled(config: Any) -> bool:
     return objective_of(pl.loss_mode) is not None and bool(getattr(pl, "run_dir", None))
 
 
-def _row_prompts(data: Any, real: list[bool]) -> list[Facts]:
-    """(problem, gold) of each real row, (None, None) when the batch carries neither."""
-    found = verl_batch.prompts_and_golds(data)
-    if found is None:
-        return [(None, None)] * sum(real)
-    return [(p, g) for p, g, r in zip(*found, real) if r]
-
-
-def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, Prompts]:
-    """(ids (N,) int64, responses per prompt, each prompt's problem and gold) for this rank's rows, -1 for
-    padding rows; see the module docstring."""
+def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, list[Facts]]:
+    """(ids (N,) int64, responses per prompt, each prompt's facts, indexed by response id // G) for this rank's
+    rows, -1 for padding rows; see the module docstring."""
     import torch
 
     real = verl_batch.real_rows(data).tolist()
     uids = verl_batch.strings(data, "uid")
-    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else sum(real), _row_prompts(data, real))
+    found = verl_batch.prompts_and_golds(data)  # (problem, gold) of each real row, (None, None) without them
+    row_facts = [(p, g) for p, g, r in zip(*found, real) if r] if found is not None else [(None, None)] * sum(real)
+    mine = ([u for u, r in zip(uids, real) if r] if uids is not None else sum(real), row_facts)
     everyone, rank = _all_gather(mine, group)
     facts = [f for _, fs in everyone for f in fs]  # every real row's (problem, gold), in rank order
     ids = torch.full((len(real),), -1, dtype=torch.int64)
@@ -131,7 +111,14 @@ def _response_ids(data: Any, group: Any, config: Any) -> tuple[Tensor, int, Prom
     else:
         mine_ids, size, firsts = ids_from_uids([us for us, _ in everyone], facts, rank)
         ids[where] = torch.tensor(mine_ids, dtype=torch.int64)
-    return ids, size, Prompts([p for p, _ in firsts], [g for _, g in firsts])
+    return ids, size, firsts
+
+
+def _attach_prompts(record: StepRecord, prompts: list[Facts], group_size: int) -> None:
+    """Fill the kept responses' `prompt`/`gold` columns when every prompt has both (else leave them null)."""
+    problems, golds = [p for p, _ in prompts if p is not None], [g for _, g in prompts if g is not None]
+    if problems and len(problems) == len(golds) == len(prompts):
+        record.attach_prompts(problems, golds, group_size)
 
 
 def ids_from_uids(uids_by_rank: list[list[str]], facts: list[Facts], rank: int) -> tuple[list[int], int, list[Facts]]:
@@ -139,10 +126,9 @@ def ids_from_uids(uids_by_rank: list[list[str]], facts: list[Facts], rank: int) 
     order, real rows only) and their rows' facts: prompt p = rank of its uid in sorted order, j = the row's
     order within its uid across ranks, id = p·G + j."""
     flat = [(u, r) for r, us in enumerate(uids_by_rank) for u in us]
-    counts: dict[str, int] = {}
+    counts = Counter(u for u, _ in flat)
     about: dict[str, Facts] = {}
     for (u, _), f in zip(flat, facts):
-        counts[u] = counts.get(u, 0) + 1
         about.setdefault(u, f)
     size = max(counts.values())
     order = sorted(counts)
@@ -218,20 +204,13 @@ def run_step(worker: Any, data: Any, update: Callable[[], Any]) -> Any:
     step = verl_step if verl_step is not None else STATE.steps_done.get(run_dir, STATE.resumed_at) + 1
     merged = _gather(acc, group)
     if merged is not None and seam.writes_outputs(worker):
-        record = merged.to_record(step, grad_norm=_mean(seam.step_metric(output, "grad_norm")),
-                                  lr=_last(seam.step_metric(output, "lr")), decode=acc.decode)
-        prompts.attach(record, size)
+        grad_norms, lrs = seam.step_metric(output, "grad_norm"), seam.step_metric(output, "lr")
+        record = merged.to_record(step, grad_norm=sum(grad_norms) / len(grad_norms) if grad_norms else None,
+                                  lr=lrs[-1] if lrs else None, decode=acc.decode)
+        _attach_prompts(record, prompts, size)
         _writer(config, merged.spec).write_step(record)
     STATE.steps_done[run_dir] = step
     return output
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _last(values: list[float]) -> float | None:
-    return values[-1] if values else None
 
 
 def _rows(out: ObjectiveOutput, keep: Tensor) -> ObjectiveOutput:

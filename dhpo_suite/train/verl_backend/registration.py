@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Callable
 
 from dhpo_suite.train.verl_backend import seam
-from dhpo_suite.train.verl_backend.names import LOSS_PREFIX, loss_mode, objective_of
+from dhpo_suite.train.verl_backend.names import loss_mode, objective_of
 
-__all__ = ["LOSS_PREFIX", "loss_mode", "objective_of", "policy_losses", "check_registered"]
+__all__ = ["policy_losses", "check_registered"]
 
 
 def policy_losses() -> dict[str, Callable]:

@@ -135,12 +135,9 @@ def _patch_update_actor(module: Any) -> None:
     """The trainer's `global_steps` travels with the update's batch (verl hands `extra_info` to the workers as
     non-tensor fields), so telemetry's step is verl's step even when critic_warmup skips actor updates."""
 
-    def update_actor(original: Callable) -> Callable:
-        def update(self: Any, batch: Any, metrics: dict) -> Any:
-            batch.extra_info[GLOBAL_STEP_KEY] = int(self.global_steps)
-            return original(self, batch, metrics)
-
-        return update
+    def update_actor(original: Callable, self: Any, batch: Any, metrics: dict) -> Any:
+        batch.extra_info[GLOBAL_STEP_KEY] = int(self.global_steps)
+        return original(self, batch, metrics)
 
     _wrap_method(module.PPOTrainer, "_update_actor", update_actor)
 
@@ -157,14 +154,11 @@ def _patch_validate_config(module: Any, wiring: Wiring) -> None:
     """Our start-up check runs first inside verl's validate_config (main_ppo binds the name after the plugin
     loaded, so it gets this one); `__wrapped__` is verl's own, for callers that checked already."""
 
-    def validate(original: Callable) -> Callable:
-        def validate_config(config: Any, *args: Any, **kwargs: Any) -> Any:
-            wiring.check_startup(config)
-            return original(config, *args, **kwargs)
+    def validate_config(original: Callable, config: Any, *args: Any, **kwargs: Any) -> Any:
+        wiring.check_startup(config)
+        return original(config, *args, **kwargs)
 
-        return validate_config
-
-    _wrap_method(module, "validate_config", validate)
+    _wrap_method(module, "validate_config", validate_config)
 
 
 def command_line_keys() -> frozenset[str] | None:
@@ -202,26 +196,18 @@ def current_micro_batch() -> MicroBatch | None:
     return STATE.micro_batch.get()
 
 
-def _wrap_ppo_loss(ppo_loss: Callable) -> Callable:
-    if getattr(ppo_loss, _PATCHED, False):
-        return ppo_loss
-
-    @functools.wraps(ppo_loss)
-    def ppo_loss_with_micro_batch(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> Any:
-        token = STATE.micro_batch.set(MicroBatch(model_output, data))
-        try:
-            return ppo_loss(config, model_output, data, dp_group)
-        finally:
-            STATE.micro_batch.reset(token)
-
-    setattr(ppo_loss_with_micro_batch, _PATCHED, True)
-    return ppo_loss_with_micro_batch
+def _with_micro_batch(ppo_loss: Callable, config: Any, model_output: Any, data: Any, dp_group: Any = None) -> Any:
+    token = STATE.micro_batch.set(MicroBatch(model_output, data))
+    try:
+        return ppo_loss(config, model_output, data, dp_group)
+    finally:
+        STATE.micro_batch.reset(token)
 
 
 def _patch_ppo_loss_name(module: Any) -> None:
     """Rebind `module.ppo_loss` (verl's losses module and every module that imported the name)."""
     if hasattr(module, "ppo_loss"):
-        module.ppo_loss = _wrap_ppo_loss(module.ppo_loss)
+        _wrap_method(module, "ppo_loss", _with_micro_batch)
 
 
 def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
@@ -246,51 +232,47 @@ def micro_batch_entropy(log_prob: torch.Tensor) -> torch.Tensor | None:
 
 
 # ---- 3. the actor worker ----
-def _wrap_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
-    """Replace cls.name by make(original); functools.wraps keeps verl's @register dispatch attributes."""
-    original = getattr(cls, name)
+def _wrap_method(owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
+    """Replace owner.name (a class's method, a module's function) by a function that calls
+    `wrapper(original, *args, **kwargs)`, once; functools.wraps keeps verl's @register dispatch attributes."""
+    original = getattr(owner, name)
     if getattr(original, _PATCHED, False):
         return
-    wrapper = functools.wraps(original)(make(original))
-    setattr(wrapper, _PATCHED, True)
-    setattr(cls, name, wrapper)
+
+    @functools.wraps(original)
+    def patched(*args: Any, **kwargs: Any) -> Any:
+        return wrapper(original, *args, **kwargs)
+
+    setattr(patched, _PATCHED, True)
+    setattr(owner, name, patched)
 
 
 def _patch_training_worker(module: Any, wiring: Wiring) -> None:
     """One TrainingWorker.train_mini_batch call = one telemetry step; checkpoints reported to the wiring."""
     _patch_ppo_loss_name(module)
 
-    def train_mini_batch(original: Callable) -> Callable:
-        return lambda self, data: wiring.run_step(self, data, lambda: original(self, data))
+    def train_mini_batch(original: Callable, self: Any, data: Any) -> Any:
+        return wiring.run_step(self, data, lambda: original(self, data))
 
-    def save_checkpoint(original: Callable) -> Callable:
-        def save(self: Any, local_path: str, hdfs_path: Any = None, global_step: int = 0,
-                 max_ckpt_to_keep: Any = None) -> Any:
-            result = original(self, local_path, hdfs_path, global_step, max_ckpt_to_keep)
-            wiring.checkpoint_saved(self, local_path, global_step)
-            return result
+    def save_checkpoint(original: Callable, self: Any, local_path: str, hdfs_path: Any = None, global_step: int = 0,
+                        max_ckpt_to_keep: Any = None) -> Any:
+        result = original(self, local_path, hdfs_path, global_step, max_ckpt_to_keep)
+        wiring.checkpoint_saved(self, local_path, global_step)
+        return result
 
-        return save
+    def load_checkpoint(original: Callable, self: Any, local_path: str, hdfs_path: Any = None,
+                        del_local_after_load: bool = False) -> Any:
+        result = original(self, local_path, hdfs_path, del_local_after_load)
+        wiring.checkpoint_loaded(local_path)
+        return result
 
-    def load_checkpoint(original: Callable) -> Callable:
-        def load(self: Any, local_path: str, hdfs_path: Any = None, del_local_after_load: bool = False) -> Any:
-            result = original(self, local_path, hdfs_path, del_local_after_load)
-            wiring.checkpoint_loaded(local_path)
-            return result
+    def set_loss_fn(original: Callable, self: Any, loss_fn: Any) -> Any:
+        result = original(self, loss_fn)
+        wiring.loss_fn_set(self)
+        return result
 
-        return load
-
-    def set_loss_fn(original: Callable) -> Callable:
-        def set_fn(self: Any, loss_fn: Any) -> Any:
-            result = original(self, loss_fn)
-            wiring.loss_fn_set(self)
-            return result
-
-        return set_fn
-
-    for name, make in (("train_mini_batch", train_mini_batch), ("save_checkpoint", save_checkpoint),
-                       ("load_checkpoint", load_checkpoint), ("set_loss_fn", set_loss_fn)):
-        _wrap_method(module.TrainingWorker, name, make)
+    for wrapper in (train_mini_batch, save_checkpoint, load_checkpoint, set_loss_fn):
+        _wrap_method(module.TrainingWorker, wrapper.__name__, wrapper)
 
 
 def actor_config(worker: Any) -> Any | None:
@@ -353,10 +335,9 @@ def global_step_of(local_path: str) -> int | None:
 
 
 # ---- verl's policy-loss registry and config classes ----
-def _register(losses: dict[str, Callable], registry_module: Any) -> list[str]:
+def _register(losses: dict[str, Callable], registry_module: Any) -> None:
     for mode, fn in losses.items():
         registry_module.register_policy_loss(mode)(fn)
-    return list(losses)
 
 
 def is_registered(mode: str) -> bool:

@@ -134,17 +134,14 @@ def check_model_path(path: str, key: str) -> str:
     return "local"
 
 
-def _files(value: Any) -> list[str]:
-    return [str(value)] if isinstance(value, str) else [str(v) for v in value]
-
-
 def check_data_files(cfg: Any) -> None:
     """data.train_files / data.val_files exist and are readable Parquet; a step's prompts fit the training set."""
     import pyarrow.parquet as pq
 
     rows = 0
     for key in ("train_files", "val_files"):
-        for f in _files(cfg.data[key]):
+        value = cfg.data[key]
+        for f in [str(value)] if isinstance(value, str) else [str(v) for v in value]:
             if "://" in f:
                 continue
             if not Path(f).expanduser().is_file():

@@ -21,15 +21,12 @@ class StepObserver(Protocol):
         """Add one loss call's ObjectiveOutput, computed on `micro_batch` (seam.MicroBatch)."""
 
 
-def _micro_batch_var() -> contextvars.ContextVar:
-    return contextvars.ContextVar("dhpo_suite_micro_batch", default=None)
-
-
 @dataclass
 class ProcessState:
     """Everything the plugin remembers between verl's calls in one process."""
 
-    micro_batch: contextvars.ContextVar = field(default_factory=_micro_batch_var)
+    micro_batch: contextvars.ContextVar = field(
+        default_factory=lambda: contextvars.ContextVar("dhpo_suite_micro_batch", default=None))
     """The micro-batch (seam.MicroBatch) whose `ppo_loss` call is running: set by seam's wrapper, read by the
     loss (entropy, telemetry). A context variable: concurrent calls each see their own."""
     step: StepObserver | None = None

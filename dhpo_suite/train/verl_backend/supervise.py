@@ -8,6 +8,7 @@ a grace period, and ends every process still carrying the marker once the driver
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import time
 import uuid
 from typing import Sequence
 
-__all__ = ["GRACE_SECONDS", "HANDLED", "RUN_MARKER", "end_marked_processes", "marked_processes", "supervise"]
+__all__ = ["GRACE_SECONDS", "HANDLED", "RUN_MARKER", "end_marked_processes", "supervise"]
 
 RUN_MARKER = "DHPO_SUITE_VERL_RUN"
 """Environment variable that every process of one launch inherits (verl's driver, Ray, its workers)."""
@@ -29,13 +30,10 @@ HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 def supervise(command: Sequence[str], grace: float = GRACE_SECONDS,
               env: dict[str, str] | None = None) -> tuple[int, int | None]:
-    """Run verl's driver to its end; (exit code, the signal that stopped it or None).
+    """Run verl's driver to its end (module docstring); (exit code, the signal that stopped it or None).
 
-    The driver runs in its own session with `RUN_MARKER` set, so every process of the launch (the driver,
-    the Ray instance it starts, Ray's workers) carries the marker. SIGTERM, SIGINT or SIGHUP to this process
-    is passed on as SIGINT, on which verl's driver unwinds (its `finally` closes TransferQueue, Ray shuts
-    down at exit); after `grace` seconds whatever is left is killed. In every case, processes still carrying
-    the marker once the driver is gone are ended (SIGTERM, then SIGKILL). `env`: added to the driver's.
+    On SIGINT verl's driver unwinds: its `finally` closes TransferQueue, Ray shuts down at exit. `env`: added
+    to the driver's.
     """
     marker = uuid.uuid4().hex
     proc = subprocess.Popen(list(command), env={**os.environ, **(env or {}), RUN_MARKER: marker},
@@ -69,40 +67,26 @@ def supervise(command: Sequence[str], grace: float = GRACE_SECONDS,
 
 def _signal(pid: int, sig: int) -> None:
     """os.kill, or os.killpg for a negative pid; a process that is already gone is fine."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(-pid, sig) if pid < 0 else os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def marked_processes(marker: str) -> list:
-    """Live processes whose environment holds RUN_MARKER=marker (psutil.Process list)."""
-    import psutil
-
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get(RUN_MARKER) == marker:
-                found.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue
-    return found
 
 
 def end_marked_processes(marker: str, wait: float = 10.0) -> None:
-    """SIGTERM every process of the launch `marker`, SIGKILL those alive `wait` seconds later."""
+    """SIGTERM every live process whose environment holds RUN_MARKER=marker, SIGKILL those alive `wait` seconds
+    later."""
     import psutil
 
-    procs = marked_processes(marker)
+    gone = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError)
+    procs = []
+    for p in psutil.process_iter():
+        with contextlib.suppress(*gone):
+            if p.environ().get(RUN_MARKER) == marker:
+                procs.append(p)
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-        except psutil.NoSuchProcess:
-            pass
     _, alive = psutil.wait_procs(procs, timeout=wait)
     for p in alive:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(alive, timeout=wait)
