@@ -149,10 +149,10 @@ def histograms(run_dir: str, steps: list[int], names: list[str]) -> tuple[dict[i
     versions = tuple(mtime(step_file(run_dir, "distributions", s)) for s in steps)
     out, problems = {}, []
     for s, got in _step_histograms(run_dir, tuple(int(s) for s in steps), family, versions).items():
-        missing = [] if isinstance(got, str) else [n for n in names if n not in got]
-        if isinstance(got, str) or missing:
-            problems.append(got if isinstance(got, str) else
-                            f"{step_file(run_dir, 'distributions', s)}: no distribution named {missing[0]!r}")
+        bad = [got] if isinstance(got, str) else [f"{step_file(run_dir, 'distributions', s)}: no distribution named "
+                                                  f"{n!r}" for n in names if n not in got]
+        if bad:
+            problems += bad
             continue
         out[s] = (got[names[0]][0], np.sum([got[n][1] for n in names], axis=0))
     return out, list(dict.fromkeys(problems))
