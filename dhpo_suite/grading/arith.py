@@ -68,9 +68,7 @@ def _tokenize(text: str) -> list[str] | None:
         if not m:
             return None
         tokens.append(m.group(1))
-        pos = m.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+        pos = m.end()  # the pattern's leading `\s*` takes the spaces before the next token
     return tokens
 
 

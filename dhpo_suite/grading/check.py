@@ -388,6 +388,4 @@ def warm_up() -> None:
 def _is_word_gold(gold_raw: str, gold: str) -> bool:
     """`\\text{Evelyn}`, `\\text{(C)}` or a bare word of 4+ letters (`east`); not `x y` (a product)."""
     wrapped = re.fullmatch(r"\s*\$?\\(?:text|textbf|mathrm)\s*\{[^{}]*\}\$?\s*", gold_raw)
-    if not is_text_answer(gold):
-        return False
-    return bool(wrapped) or bool(re.search(r"[A-Za-z]{4,}", gold))
+    return is_text_answer(gold) and bool(wrapped or re.search(r"[A-Za-z]{4,}", gold))

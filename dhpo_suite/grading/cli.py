@@ -40,7 +40,8 @@ def register(app: typer.Typer) -> None:
         # 4,300 digits would refuse to read it. 100,000 digits still convert in ~0.1 s.
         sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), MAX_INT_DIGITS))
         try:
-            _check_timeout(timeout)
+            if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan
+                raise RowError(f"--timeout: must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout}")
             rows = read_rows(file)
             _check_writable(target)
         except (RowError, OSError) as err:
@@ -49,11 +50,6 @@ def register(app: typer.Typer) -> None:
         verdicts = _grade_rows(rows, bench, workers, timeout)
         _write(target, rows, verdicts)
         _summary(verdicts, target)
-
-
-def _check_timeout(timeout: float) -> None:
-    if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan
-        raise RowError(f"--timeout: must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout}")
 
 
 def _check_writable(target: Path) -> None:

@@ -53,8 +53,6 @@ _PROMPT_RE = re.compile(
     re.IGNORECASE,
 )
 _BARE_RE = re.compile(r"\W*(?:\x00+|-?[\d.,/]+)\W*")
-
-
 _PROSE_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 
 

@@ -105,10 +105,7 @@ class GraderPool:
         """Per worker: antlr4 version and file it really imported, the `198\\%` probe, pid, CPU seconds."""
         with self._lock:
             self._check_owner()
-            infos = []
-            for index in range(len(self._slots)):
-                infos.append(self._ask(index, "info", None))
-            return infos
+            return [self._ask(index, "info", None) for index in range(len(self._slots))]
 
     def close(self) -> None:
         """Stop every worker (politely, then by force)."""

@@ -47,7 +47,8 @@ def activate() -> bool:
         sys.path.insert(0, str(site))
     loaded = sys.modules.get("antlr4")
     if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(str(site)):
-        _drop_modules()
+        for name in [name for name in sys.modules if name.split(".", 1)[0] in _RELOADED]:
+            del sys.modules[name]
     importlib.invalidate_caches()
     return True
 
@@ -84,9 +85,3 @@ def runtime_info() -> dict:
         "grader_site": str(grader_site()),
         "pid": os.getpid(),
     }
-
-
-def _drop_modules() -> None:
-    for name in list(sys.modules):
-        if name.split(".", 1)[0] in _RELOADED:
-            del sys.modules[name]

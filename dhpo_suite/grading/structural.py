@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from dhpo_suite.grading.forms import split_top
+from dhpo_suite.grading.normalize import split_top
 
 __all__ = ["equation_parts", "mirrored", "term_key", "unit_conflict", "unit_of"]
 
