@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,11 +13,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from dhpo_suite.config_cli import Spell, Values, config_command, flag
+from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
 from dhpo_suite.eval.engine import EngineOptions
 from dhpo_suite.eval.runner import EvalSettings
 
-__all__ = ["SPELL", "EvalTarget", "register"]
+__all__ = ["SPELL", "EvalTarget", "child_argv", "register"]
 
 
 def _bench_names() -> list[str]:
@@ -252,16 +253,27 @@ def _sequential(targets, names, settings, options, resume, regrade, console) -> 
     return summaries
 
 
+_SWEEP_REPLACED = {"run", "steps", "out", "model", "shard", "in_process", "data_parallel_size"}
+
+
+def child_argv(params, values: dict, model: str, out) -> list[str]:
+    """The `eval` command line for one checkpoint: every option the user set (click `params` and their
+    `values`), with --run/--steps/--out replaced by --model MODEL --out OUT."""
+    args = to_argv(params, values, keep=lambda name: name not in _SWEEP_REPLACED)
+    return [sys.executable, "-m", "dhpo_suite.cli", "eval", *args, "--model", str(model), "--out", str(out)]
+
+
 def _sweep(targets, ctx) -> dict:
-    """--run over several checkpoints: one fresh evaluator process per checkpoint (vLLM does not reliably free
-    GPU memory when an engine is deleted, so the next checkpoint starts from an empty GPU)."""
-    from dhpo_suite.eval.sweep import child_argv, run_child
+    """--run over several checkpoints: one fresh evaluator process per checkpoint, one at a time (vLLM does not
+    reliably free GPU memory when an engine is deleted, so the next checkpoint starts from an empty GPU); the
+    combined table reads each child's summary.json."""
     from dhpo_suite.runs import eval_results as er
 
     summaries = {}
     for label, model_dir, results in targets:
         typer.echo(f"{label}: {model_dir} (own process)", err=True)
-        code = run_child(child_argv(ctx.command.params, ctx.params, model_dir, results))
+        argv = child_argv(ctx.command.params, ctx.params, model_dir, results)
+        code = subprocess.run(argv, stdout=subprocess.DEVNULL).returncode  # its progress on our stderr, no tables
         if code != 0:
             typer.echo(f"error: {label}: the evaluator exited with code {code}; rerun with --resume", err=True)
             raise typer.Exit(code)

@@ -39,7 +39,6 @@ def detail_table(summary: dict, title: str = "Details"):
     from dhpo_suite.eval.benchmarks import paper_order
 
     table = Table(title=title)
-    # headline, best pass@k / maj@k (k = n), response tokens mean/median, truncated %, boxed %, grader trouble
     for col in ("bench", "P", "n", "avg@n", "pass@n", "maj@n", "len", "len med", "trunc", "boxed", "t/o", "err",
                 "skip"):
         table.add_column(col, justify="left" if col == "bench" else "right", no_wrap=True)

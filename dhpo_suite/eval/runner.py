@@ -29,10 +29,7 @@ if TYPE_CHECKING:
     from dhpo_suite.eval.sources import Problem
     from dhpo_suite.grading import GraderPool
 
-__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "SettingsMismatch", "precheck"]
-
-SettingsMismatch = IdentityMismatch
-"""--resume with a model or settings that differ from the stored evaluation's config.json."""
+__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "precheck"]
 
 
 @dataclass(frozen=True)
@@ -243,10 +240,7 @@ def _no_progress(name: str, total: int, done: int) -> Callable[[int], None]:
 
 def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: EvalSettings = EvalSettings(),
              *, resume: bool = False, progress: Progress = _no_progress, notify: Notify = print) -> dict:
-    """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json).
-
-    `progress(name, total, done)` returns a callback `advance(k)` (rich bars in the CLI).
-    """
+    """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = _open_config(out_dir, _config(engine, settings), resume)

@@ -181,26 +181,13 @@ def read_jsonl(path: Path | str, max_row_bytes: int = MAX_ROW_BYTES) -> list[Pro
 
 
 # ---------------------------------------------------------------- the hub
-def _strip_leading_zeros(a) -> str:
-    return str(a).strip().lstrip("0") or "0"
-
-
-def _float_to_int(a) -> str:
-    x = float(a)
-    return str(int(x)) if x.is_integer() else str(a)
-
-
-def _first_without_dollars(a) -> str:
-    return str(a[0] if isinstance(a, list) else a).replace("$", "").strip()
-
-
-def _after_hashes(a) -> str:
-    return str(a).split("####")[-1].strip().replace(",", "")
-
-
 ANSWER_TRANSFORMS: dict[str, Callable] = {
-    "text": lambda a: str(a).strip(), "strip_leading_zeros": _strip_leading_zeros, "float_to_int": _float_to_int,
-    "first_without_dollars": _first_without_dollars, "after_hashes": _after_hashes}
+    "text": lambda a: str(a).strip(),
+    "strip_leading_zeros": lambda a: str(a).strip().lstrip("0") or "0",
+    "float_to_int": lambda a: str(int(float(a))) if float(a).is_integer() else str(a),
+    "first_without_dollars": lambda a: str(a[0] if isinstance(a, list) else a).replace("$", "").strip(),
+    "after_hashes": lambda a: str(a).split("####")[-1].strip().replace(",", ""),
+}
 
 
 def normalize_row(bench, row: dict, index: int) -> dict:

@@ -249,11 +249,9 @@ def _same_side(gold: str, pred: str, use_verify: bool = True) -> bool:
     if not use_verify or _letters(gold) != _letters(pred):
         return False
     gold_expr, pred_expr = parse_latex(gold), parse_latex(pred)
-    if gold_expr is None or pred_expr is None:
+    if gold_expr is None or pred_expr is None or not keeps_variables(gold, gold_expr):
         return False
-    if not (keeps_variables(gold, gold_expr) and keeps_variables(pred, pred_expr)):
-        return False
-    return _verify(gold_expr, pred_expr, gold, pred)[0]
+    return keeps_variables(pred, pred_expr) and _verify(gold_expr, pred_expr, gold, pred)[0]
 
 
 def _letters(text: str) -> set[str]:

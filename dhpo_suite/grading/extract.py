@@ -169,9 +169,7 @@ def _before_next_problem(text: str) -> str:
 
 def _after_phrase(text: str) -> tuple[str, int, bool] | None:
     """(answer, position, states_a_value) after the last answer phrase, or None."""
-    last = None
-    for last in _PHRASE_RE.finditer(text):
-        pass
+    last = max(_PHRASE_RE.finditer(text), key=re.Match.start, default=None)
     if last is None:
         return None
     window = text[last.end() : last.end() + _PHRASE_TAIL_CHARS]

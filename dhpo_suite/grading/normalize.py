@@ -132,11 +132,9 @@ def _strip_delimiters(s: str) -> str:
         match = re.match(pattern, s, re.DOTALL)
         if match:
             s = match.group(1).strip()
-    while True:
-        match = _TEXT_WRAP_RE.match(s)
-        if not match:
-            return s
+    while match := _TEXT_WRAP_RE.match(s):
         s = match.group(1).strip()
+    return s
 
 
 def _strip_units(s: str) -> str:

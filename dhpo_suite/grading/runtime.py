@@ -36,10 +36,8 @@ def grader_site() -> Path:
 
 
 def activate() -> bool:
-    """Put the grader site first on sys.path (idempotent); False when the site is missing.
-
-    Call only in a worker process: it changes which antlr4 this interpreter imports.
-    """
+    """Put the grader site first on sys.path (idempotent); False when the site is missing. Call only in a
+    worker process: it changes which antlr4 this interpreter imports."""
     site = grader_site()
     if not (site / "antlr4").is_dir():
         return False
