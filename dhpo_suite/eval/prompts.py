@@ -15,6 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhpo_suite.runs.format import RunFormatError, run_of_checkpoint
+from dhpo_suite.runs.manifest import read_manifest
+from dhpo_suite.tasks import get_task
+
 __all__ = ["TEMPLATES", "PromptTemplate", "is_chat_model", "load_template", "stop_token_ids"]
 
 QWEN_BOXED = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{input}\n"
@@ -49,8 +53,6 @@ class PromptTemplate:
         if self.name == "task":
             if task is None:
                 raise ValueError("--template task: only a training task's benchmark has the trainer's prompt")
-            from dhpo_suite.tasks import get_task
-
             messages = get_task(task).messages({"problem": problem})
         else:
             messages = [{"role": "user", "content": problem + CHAT_INSTRUCTION}]
@@ -81,9 +83,6 @@ def _names(model_dir: Path) -> list[str]:
         names.append(Path(str(json.loads((model_dir / "config.json").read_text()).get("_name_or_path", ""))).name)
     except (OSError, ValueError, AttributeError):
         pass
-    from dhpo_suite.runs.format import RunFormatError, run_of_checkpoint
-    from dhpo_suite.runs.manifest import read_manifest
-
     run = run_of_checkpoint(model_dir)
     if run is not None:
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, data_source, load_problems, paper_order
 from dhpo_suite.eval.engine import Engine, Request
@@ -22,12 +22,9 @@ from dhpo_suite.eval.metrics import bench_metrics, paper_average
 from dhpo_suite.eval.prompts import is_chat_model, load_template, stop_token_ids
 from dhpo_suite.eval.protocols import PROTOCOLS, get_protocol
 from dhpo_suite.eval.sink import GradingThread, Sink, skipped_records
-from dhpo_suite.eval.sources import clip
+from dhpo_suite.eval.sources import Problem, clip
+from dhpo_suite.grading import GraderPool
 from dhpo_suite.runs import eval_results as er
-
-if TYPE_CHECKING:
-    from dhpo_suite.eval.sources import Problem
-    from dhpo_suite.grading import GraderPool
 
 __all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "precheck"]
 
@@ -291,8 +288,6 @@ def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, pro
             notify: Notify = print) -> dict:
     """Re-grade every stored response of `out_dir` (no generation), rewrite the files, re-summarise."""
     out_dir = Path(out_dir)
-    from dhpo_suite.grading import GraderPool
-
     config = er.read_json(out_dir / er.CONFIG)
     with GraderPool(workers=settings.grader_workers, timeout=settings.grader_timeout) as pool:
         for name, info in config.get("benches", {}).items():

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from dhpo_suite.jsonl import parse_row
+from dhpo_suite.tasks import get_task
 
 __all__ = ["Problem", "DataError", "MAX_ROW_BYTES", "read_jsonl", "utf8_text", "normalize_row", "repair_escapes",
            "derive_answer_alt", "clip", "ANSWER_TRANSFORMS", "hub_problems", "task_problems"]
@@ -222,7 +223,5 @@ def hub_problems(bench, max_row_bytes: int = MAX_ROW_BYTES) -> list[Problem]:
 def task_problems(task_name: str, n: int | None, seed: int) -> list[Problem]:
     """The training task's test-split problems, exactly as the trainer's held-out reward draws them
     (`task.make_problems(n, seed=seed, split="test")`; n defaults to the trainer's 128 eval prompts)."""
-    from dhpo_suite.tasks import get_task
-
     rows = get_task(task_name).make_problems(n or TASK_PROBLEMS, seed=seed, split="test")
     return [Problem(r["id"], r["problem"], (r["answer"],)) for r in rows]
