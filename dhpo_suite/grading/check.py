@@ -159,8 +159,7 @@ def _percent_of_quantity(pred: str, gold: str, pred_raw: str, gold_raw: str) -> 
     hundredth may match; the percent sign is not presentation there."""
     gold_val, pred_val = parse_number(gold) or _exact(gold), parse_number(pred) or _exact(pred)
     if gold_val and pred_val:
-        hundredth = Num(pred_val.value / 100, pred_val.ulp and pred_val.ulp / 100, pred_val.sig, pred + "%")
-        correct, _ = numbers_match(gold_val, hundredth)
+        correct = numbers_match(gold_val, _hundredth(pred_val))[0]
         verb = "equals" if correct else "is not"
         return correct, f"the percentage {pred_raw!r} ({pred}/100) {verb} gold {gold_raw!r}"
     return False, f"a percentage {pred_raw!r} does not answer gold {gold_raw!r}, which is no percentage"
@@ -193,15 +192,16 @@ def _numbers(gold: Num, pred: Num, gold_raw: str, pred_raw: str) -> tuple[bool, 
     correct, reason = numbers_match(gold, pred)
     if correct:
         return correct, reason
-    if has_percent(gold_raw) and not has_percent(pred_raw):
-        hundredth = Num(gold.value / 100, gold.ulp and gold.ulp / 100, gold.sig, gold.text + "%")
-        if numbers_match(hundredth, pred)[0]:
-            return True, f"{pred.text} equals the percentage {gold.text}% as a fraction"
-    if has_percent(pred_raw) and not has_percent(gold_raw):
-        hundredth = Num(pred.value / 100, pred.ulp and pred.ulp / 100, pred.sig, pred.text + "%")
-        if numbers_match(gold, hundredth)[0]:
-            return True, f"the percentage {pred.text}% equals {gold.text}"
+    if has_percent(gold_raw) and not has_percent(pred_raw) and numbers_match(_hundredth(gold), pred)[0]:
+        return True, f"{pred.text} equals the percentage {gold.text}% as a fraction"
+    if has_percent(pred_raw) and not has_percent(gold_raw) and numbers_match(gold, _hundredth(pred))[0]:
+        return True, f"the percentage {pred.text}% equals {gold.text}"
     return correct, reason
+
+
+def _hundredth(num: Num) -> Num:
+    """The number a percentage states (`8\\%` → 0.08), its rounding unit scaled alike."""
+    return Num(num.value / 100, num.ulp and num.ulp / 100, num.sig, num.text + "%")
 
 
 def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+from dhpo_suite.grading.pool import GraderPool
 from dhpo_suite.jsonl import iter_jsonl
 
 __all__ = ["read_rows", "register"]
@@ -117,8 +118,6 @@ def _golds(row: dict) -> list[str]:
 
 
 def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: float):
-    from dhpo_suite.grading.pool import GraderPool
-
     items = [{"response": row["response"], "gold": _golds(row), "bench": row.get("bench") or bench,
               "truncated": row.get("truncated", row.get("finish_reason") == "length"),
               "problem": row.get("problem", row.get("question"))} for row in rows]

@@ -68,12 +68,9 @@ def extract_final(text: str | None, truncated: bool = False,
     text = escape_currency(_before_next_problem(text))
     boxes = _final_boxes(text)
     phrase = _after_phrase(text)
-    if boxes:
-        _, end, content = boxes[-1]
-        if phrase is not None and phrase[1] > end and phrase[2]:
-            return phrase[0], "marker"  # a value stated after the last box: that box was intermediate
-        return content.strip(), "boxed"
-    if phrase is not None:
+    if boxes and not (phrase is not None and phrase[1] > boxes[-1][1] and phrase[2]):
+        return boxes[-1][2].strip(), "boxed"
+    if phrase is not None:  # also when it states a value after the last box: that box was intermediate
         return phrase[0], "marker"
     tag = answer_tag(text)
     if tag is not None:  # `<answer> ... </answer>`: an answer region, whose last statement is read
