@@ -106,12 +106,7 @@ def derive_answer_alt(answer: str) -> list[str]:
 def _lines(path: Path, max_bytes: int) -> Iterator[tuple[int, bytes | None, bytes]]:
     """(line number, line or None if longer than max_bytes, first bytes) with at most one chunk in memory."""
     with open(path, "rb") as f:
-        lineno = 0
-        while True:
-            line = f.readline(max_bytes + 1)
-            if not line:
-                return
-            lineno += 1
+        for lineno, line in enumerate(iter(lambda: f.readline(max_bytes + 1), b""), 1):
             if len(line) <= max_bytes or line.endswith(b"\n"):
                 yield lineno, line, line[:4096]
                 continue
