@@ -112,9 +112,7 @@ def committed_sentence(text: str, problem: str | None = None) -> tuple[str, int]
     end = len(masked.rstrip())
     while end and (masked[end - 1] in ".;, \n\t" or (masked[end - 1] == "!" and not masked[end - 2:end - 1].isalnum())):
         end -= 1  # `5!` keeps its factorial
-    if end == 0:
-        return None
-    if masked[end:].strip().startswith("?") or masked[end - 1] == "?":
+    if end == 0 or masked[end:].strip().startswith("?") or masked[end - 1] == "?":
         return None
     start = max((m.end() for m in _BOUNDARY_RE.finditer(masked, 0, end)), default=0)
     sentence, shape = body[start:end].strip(), masked[start:end].strip()
