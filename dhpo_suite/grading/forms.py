@@ -29,13 +29,12 @@ def parse_time(raw: str) -> int | None:
     s = re.sub(r"\\[,;!: ]|~|[{}]", " ", s)
     s = re.sub(r"\s+", " ", s).strip().lower()
     s = re.sub(r"\s*:\s*", ":", s).rstrip(". ")  # `m.` loses its point too; the pattern allows that
-    m, hour = _TIME_RE.match(s), _HOUR_RE.match(s)
-    if not m and not hour:
-        return None
-    if hour:
+    if hour := _HOUR_RE.match(s):
         hours, minutes, meridiem, word = int(hour.group(1)), 0, hour.group(2), None
-    else:
+    elif m := _TIME_RE.match(s):
         hours, minutes, meridiem, word = int(m.group(1)), int(m.group(2)), m.group(4), m.group(5)
+    else:
+        return None
     if minutes > 59 or hours > 23 or ((meridiem or word) and not 1 <= hours <= 12):
         return None
     if word:  # `12:00 noon`, `12:00 midnight`

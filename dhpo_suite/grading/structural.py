@@ -52,11 +52,8 @@ def unit_of(raw: str) -> str | None:
     word = m.group(1).strip()
     mu = text[m.start():].lstrip().startswith("\\mu")
     key = word if len(word) <= 2 else word.lower()
-    key = key[:-1] if len(key) > 3 and key.endswith("s") and key.lower() not in ("ounces",) else key
-    key = "ounce" if key.lower() == "ounces" else key
-    unit = _CANONICAL.get(key) or _CANONICAL.get(key.lower() if len(key) > 2 else key)
-    if unit is None and len(key) <= 2 and key.lower() in _CANONICAL and key.islower():
-        unit = _CANONICAL[key.lower()]
+    key = key[:-1] if len(key) > 3 and key.endswith("s") and key != "ounces" else key
+    unit = _CANONICAL.get("ounce" if key == "ounces" else key)
     if unit is None:
         return None
     power = re.sub(r"[\s{}^]", "", m.group(2) or "")
