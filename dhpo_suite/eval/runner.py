@@ -72,33 +72,34 @@ def _config(engine: Engine, settings: EvalSettings) -> dict:
             "max_model_len": engine.max_model_len, "dtype": engine.dtype, "benches": {}}
 
 
+def _stored_config(out_dir: Path, resume: bool) -> dict | None:
+    """The stored config.json when `out_dir` holds results (FileExistsError unless resuming), else None."""
+    path = out_dir / er.CONFIG
+    if not path.exists() or not er.has_samples(out_dir):
+        return None
+    if not resume:
+        raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
+                              f"--regrade to re-grade them, or choose another --out")
+    return er.read_json(path)
+
+
 def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
     """config.json of `out_dir`: new, or the stored one (checked field by field) when resuming."""
-    path = out_dir / er.CONFIG
-    has_samples = er.has_samples(out_dir)
-    if path.exists() and has_samples:
-        if not resume:
-            raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
-                                  f"--regrade to re-grade them, or choose another --out")
-        stored = er.read_json(path)
-        check_same(stored, config, IDENTITY, str(path))
-        return stored
-    er.write_json_atomic(path, config)
-    return config
+    stored = _stored_config(out_dir, resume)
+    if stored is None:
+        er.write_json_atomic(out_dir / er.CONFIG, config)
+        return config
+    check_same(stored, config, IDENTITY, str(out_dir / er.CONFIG))
+    return stored
 
 
 def precheck(out_dir: Path | str, model_dir: Path | str, resume: bool) -> None:
     """Before the model is loaded: stored results need --resume, and --resume needs the same model (its path
     and content fingerprint). Raises FileExistsError / IdentityMismatch (one line naming the field)."""
-    out_dir, model = Path(out_dir), Path(model_dir)
-    path = out_dir / er.CONFIG
-    if not path.exists() or not er.has_samples(out_dir):
-        return
-    if not resume:
-        raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
-                              f"--regrade to re-grade them, or choose another --out")
-    current = {"model": str(model.resolve()), "model_fingerprint": model_fingerprint(model)}
-    check_same(er.read_json(path), current, ("model", "model_fingerprint"), str(path))
+    model, stored = Path(model_dir), _stored_config(Path(out_dir), resume)
+    if stored is not None:
+        current = {"model": str(model.resolve()), "model_fingerprint": model_fingerprint(model)}
+        check_same(stored, current, ("model", "model_fingerprint"), str(Path(out_dir) / er.CONFIG))
 
 
 def _clamp_note(engine: Engine, longest: int, max_new_tokens: int, bench: str) -> str | None:

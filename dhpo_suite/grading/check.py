@@ -14,7 +14,7 @@ import os
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from dhpo_suite.grading.arith import exact_value
 from dhpo_suite.grading.extract import extract_final, final_box_group
@@ -361,14 +361,11 @@ WARM_UP = (
     r"\binom{10}{3}", r"5!", r"\left\lfloor \frac{2n}{3} \right\rfloor", r"|x-1|", r"\infty",
     r"\frac{d x}{d t}=k x-a", r"\hbar \omega", r"\lambda / \sqrt{2}", r"m_{p} c^{2}", r"x_{0} + v_{0} t",
 )
-_warm = False
 
 
+@cache  # once per process: a worker forked from the warmed-up forkserver skips it
 def warm_up() -> None:
     """Import math-verify, silence its timeout notices (the pool enforces time), fill ANTLR's cache."""
-    global _warm
-    if _warm:
-        return
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     import math_verify.grader
     import math_verify.parser
@@ -380,7 +377,6 @@ def warm_up() -> None:
             parse_latex(text)
     match("\\frac{1}{2}", "\\sqrt{\\frac{1}{4}}")  # the verify path once
     parse_latex.cache_clear()
-    _warm = True
 
 
 def _is_word_gold(gold_raw: str, gold: str) -> bool:
