@@ -98,15 +98,12 @@ def is_chat_model(model_dir: Path | str, tokenizer) -> bool:
     A chat template alone is not enough: Qwen2.5-Math-7B, the paper's base model, ships one too, and SimpleRL
     evaluates it with the raw `qwen-boxed` prompt. An instruct model under `qwen-boxed` gets a Qwen system
     prompt it was not tuned on, so without --template it gets its own chat template (`chat`)."""
-    if getattr(tokenizer, "chat_template", None) is None:
-        return False
-    return any(_CHAT_NAME.search(n) for n in _names(Path(model_dir)))
+    has_template = getattr(tokenizer, "chat_template", None) is not None
+    return has_template and any(_CHAT_NAME.search(n) for n in _names(Path(model_dir)))
 
 
 def _ids(value) -> list[int]:
-    if value is None:
-        return []
-    return [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+    return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
 
 
 def _turn_end_of_chat_template(tokenizer) -> list[int]:
@@ -124,9 +121,7 @@ def _first_special_after(tokenizer, text: str, marker: str) -> list[int]:
     specials = sorted(getattr(tokenizer, "all_special_tokens", []) + list(tokenizer.get_added_vocab()),
                       key=len, reverse=True)
     hits = [(tail.find(s), s) for s in specials if s and s in tail]
-    if not hits:
-        return []
-    return [tokenizer.convert_tokens_to_ids(min(hits)[1])]
+    return [tokenizer.convert_tokens_to_ids(min(hits)[1])] if hits else []
 
 
 def stop_token_ids(tokenizer, generation_config=None, template: PromptTemplate | None = None) -> list[int]:

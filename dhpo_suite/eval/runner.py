@@ -155,10 +155,8 @@ def default_template(engine: Engine, name: str, protocol: str = "paper") -> str:
     bench = BENCHMARKS[name]
     if bench.task:
         return bench.template
-    forced = get_protocol(protocol).template
-    if forced:
-        return forced
-    return "chat" if is_chat_model(engine.model, engine.tokenizer) else bench.template
+    return get_protocol(protocol).template or ("chat" if is_chat_model(engine.model, engine.tokenizer)
+                                               else bench.template)
 
 
 def _skips(problems: list[Problem], ids: dict[str, list[int]], max_model_len: int) -> dict[str, tuple[str, str]]:

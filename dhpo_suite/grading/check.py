@@ -281,10 +281,7 @@ def parse_latex(text: str):
         fallback_mode="no_fallback",
         parsing_timeout=None,
     )
-    for item in parsed:
-        if isinstance(item, (Basic, MatrixBase)):
-            return item
-    return None
+    return next((item for item in parsed if isinstance(item, (Basic, MatrixBase))), None)
 
 
 def numeric_value(expr) -> Fraction | None:

@@ -64,9 +64,7 @@ def unit_of(raw: str) -> str | None:
 def unit_conflict(gold_raw: str, pred_raw: str) -> str | None:
     """A reason when the gold and the answer name different known units, else None."""
     gold, pred = unit_of(gold_raw), unit_of(pred_raw)
-    if gold and pred and gold != pred:
-        return f"units differ: the answer is in {pred}, the gold in {gold}"
-    return None
+    return f"units differ: the answer is in {pred}, the gold in {gold}" if gold and pred and gold != pred else None
 
 
 def equation_parts(text: str) -> tuple[str, str, str] | None:
