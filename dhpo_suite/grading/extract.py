@@ -169,8 +169,7 @@ def _after_phrase(text: str) -> tuple[str, int, bool] | None:
     last = max(_PHRASE_RE.finditer(text), key=re.Match.start, default=None)
     if last is None:
         return None
-    window = text[last.end() : last.end() + _PHRASE_TAIL_CHARS]
-    window = _HOPE_RE.sub("", window).strip()
+    window = _HOPE_RE.sub("", text[last.end() : last.end() + _PHRASE_TAIL_CHARS]).strip()
     line = window.split("\n", 1)[0].strip()
     block = _BLOCK_RE.match(window)  # `\[ ... \]` / `$$ ... $$` may span lines
     if block:

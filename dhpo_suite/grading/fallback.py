@@ -8,7 +8,7 @@ Python error message, a fragment of prose taken after a `$$...$$` block. So the 
 from the response's **last sentence**, and only when
 
 * the response is not cut off: it was not stopped at the token budget (`truncated`), and its text does
-  not end mid-sentence (unclosed `$`, `\\(`, brace or code fence; a last word such as "and", "the",
+  not end mid-sentence (unclosed `\\(`, `\\[`, brace or code fence; a last word such as "and", "the",
   "of"; a trailing operator, comma or colon);
 * the sentence is outside code blocks and error messages (fenced blocks, tracebacks and `...Error:`
   lines are removed first);

@@ -74,8 +74,7 @@ def normalize(answer: str) -> str:
         s = s.replace(",", "")
     elif _SPACED_THOUSANDS_RE.match(s):
         s = s.replace(" ", "")
-    s = _E_NOTATION_RE.sub(r"\1\\times10^{\2}", s) if not _is_plain_e_number(s) else s
-    return s
+    return s if _is_plain_e_number(s) else _E_NOTATION_RE.sub(r"\1\\times10^{\2}", s)
 
 
 def has_percent(answer: str) -> bool:
