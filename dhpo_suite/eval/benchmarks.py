@@ -14,13 +14,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from dhpo_suite.eval.sources import (ANSWER_TRANSFORMS, DataError, Problem, hub_problems, normalize_row, read_jsonl,
                                     task_problems)
-
-if TYPE_CHECKING:
-    from dhpo_suite.tasks import Task
+from dhpo_suite.tasks import TASKS, get_task
 
 __all__ = ["Benchmark", "BENCHMARKS", "PAPER_BENCHMARKS", "ALIASES", "Problem", "DataError", "resolve_benches",
            "load_problems", "read_jsonl", "normalize_row", "ANSWER_TRANSFORMS", "paper_order"]
@@ -55,21 +53,10 @@ class Benchmark:
     def grader(self) -> str | None:
         """The grader policy name passed to dhpo_suite.grading: the benchmark's name, or the task's (as the
         trainer's reward passes it)."""
-        if self.task is None:
-            return self.name
-        from dhpo_suite.tasks import get_task
-
-        return get_task(self.task).bench
-
-
-def _task_benchmark(task: Task) -> Benchmark:
-    return Benchmark(task.name, f"dhpo_suite.tasks:{task.name}", "test", template="task", task=task.name,
-                     max_new_tokens=task.max_new_tokens)
+        return self.name if self.task is None else get_task(self.task).bench
 
 
 def _registry() -> dict[str, Benchmark]:
-    from dhpo_suite.tasks import TASKS
-
     paper = [
         Benchmark("aime24", "HuggingFaceH4/aime_2024", "train", {"id": "id", "problem": "problem", "answer": "answer"},
                   answer="strip_leading_zeros", samples=32, rows=30),
@@ -86,7 +73,9 @@ def _registry() -> dict[str, Benchmark]:
         Benchmark("gsm8k", "openai/gsm8k", "test", {"problem": "question", "answer": "answer"}, config="main",
                   answer="after_hashes", rows=1319),
     ]
-    return {b.name: b for b in paper + [_task_benchmark(t) for t in TASKS.values()]}
+    tasks = [Benchmark(t.name, f"dhpo_suite.tasks:{t.name}", "test", template="task", task=t.name,
+                       max_new_tokens=t.max_new_tokens) for t in TASKS.values()]
+    return {b.name: b for b in paper + tasks}
 
 
 BENCHMARKS: dict[str, Benchmark] = _registry()

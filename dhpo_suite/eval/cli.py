@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,36 +13,30 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from dhpo_suite.config_cli import Spell, Values, config_command, flag
-from dhpo_suite.eval.engine import EngineOptions
-from dhpo_suite.eval.runner import EvalSettings
+from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
+from dhpo_suite.eval.benchmarks import BENCHMARKS, load_problems, resolve_benches
+from dhpo_suite.eval.engine import Engine, EngineOptions
+from dhpo_suite.eval.identity import default_out_dir
+from dhpo_suite.eval.named_models import NAMES, resolve_named_model
+from dhpo_suite.eval.parallel import parse_shard, run_workers
+from dhpo_suite.eval.prompts import load_template
+from dhpo_suite.eval.protocols import PROTOCOLS, get_protocol
+from dhpo_suite.eval.report import detail_table, headline_table, progress_bars
+from dhpo_suite.eval.runner import EvalSettings, evaluate, precheck, summarize_dir
+from dhpo_suite.eval.runner import regrade as regrade_dir
+from dhpo_suite.models.local import ModelDirError, refuse_custom_code
+from dhpo_suite.runs import eval_results as er
+from dhpo_suite.runs.format import CHECKPOINTS, checkpoint_path, complete_checkpoints
+from dhpo_suite.runs.lock import LOCK_FILE, DirLock, LockHeld
 
-__all__ = ["SPELL", "EvalTarget", "register"]
-
-
-def _bench_names() -> list[str]:
-    from dhpo_suite.eval.benchmarks import BENCHMARKS  # the paper's 7 and every training task
-
-    return list(BENCHMARKS)
-
-
-def _protocol_names() -> list[str]:
-    from dhpo_suite.eval.protocols import PROTOCOLS
-
-    return list(PROTOCOLS)
+__all__ = ["SPELL", "EvalTarget", "child_argv", "register"]
 
 
 def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None) -> list[tuple[str, str, Path]]:
     """(label, model dir, results dir) for --model or for each selected checkpoint of --run."""
-    from dhpo_suite.runs import eval_results as er
-    from dhpo_suite.runs.format import CHECKPOINTS, checkpoint_path, complete_checkpoints
-
     if (model is None) == (run is None):
         raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
     if model is not None:
-        from dhpo_suite.eval.identity import default_out_dir
-        from dhpo_suite.eval.named_models import resolve_named_model
-
         model = resolve_named_model(str(model), lambda m: typer.echo(m, err=True)) or model  # as train does
         _check_model_dir(model, "--model")
         return [(model.name, str(model), out or default_out_dir(model))]
@@ -73,12 +68,8 @@ def _check_options(v: dict) -> None:
             raise ValueError(f"{flag(name, SPELL)}: must be {allowed}, got {x}")
     if v["steps"] not in ("all", "last") and not all(s.strip().isdigit() for s in v["steps"].split(",")):
         raise ValueError(f"--steps: all, last, or a comma list of step numbers such as 10,20; got {v['steps']!r}")
-    from dhpo_suite.eval.protocols import get_protocol
-
     get_protocol(v["protocol"])
     if v["template"] is not None:
-        from dhpo_suite.eval.prompts import load_template
-
         try:
             load_template(v["template"])
         except (OSError, UnicodeDecodeError) as e:
@@ -87,8 +78,6 @@ def _check_options(v: dict) -> None:
 
 def _lock_results(targets, stack, option: str) -> None:
     """Take each results directory's one-writer lock (creating it): a second writer is refused with one line."""
-    from dhpo_suite.runs.lock import DirLock, LockHeld
-
     for _, _, results in targets:
         if Path(results).exists() and not Path(results).is_dir():
             raise ValueError(f"{option}: {results} is a file, not a results directory")
@@ -105,9 +94,6 @@ def _lock_results(targets, stack, option: str) -> None:
 
 def _remove_if_unused(results: Path) -> None:
     """Remove a results directory this command created when it holds no samples (only the lock, config.json)."""
-    from dhpo_suite.runs import eval_results as er
-    from dhpo_suite.runs.lock import LOCK_FILE
-
     try:
         if results.is_dir() and {p.name for p in results.iterdir()} <= {LOCK_FILE, er.CONFIG}:
             for p in results.iterdir():
@@ -119,14 +105,10 @@ def _remove_if_unused(results: Path) -> None:
 
 def _check_model_dir(path: Path, option: str) -> None:
     if not path.is_dir():
-        from dhpo_suite.eval.named_models import NAMES
-
         names = f"; or a name train accepts: {', '.join(NAMES)}" if option == "--model" else ""
         raise typer.BadParameter(f"{option}: {path} is not a directory (a Hugging Face model directory{names})")
     if not (path / "config.json").is_file():
         raise typer.BadParameter(f"{option}: {path} is not a Hugging Face model directory (no config.json)")
-    from dhpo_suite.models.local import ModelDirError, refuse_custom_code
-
     try:
         refuse_custom_code(path)  # never run a model's shipped code, never prompt for it
     except ModelDirError as e:
@@ -160,14 +142,14 @@ class EvalTarget:
 
 
 SPELL = {
-    "bench": Spell(names=("-b",), listed=_bench_names),
+    "bench": Spell(names=("-b",), listed=BENCHMARKS.keys),
     "model": Spell(names=("-m",)),
     "out": Spell(names=("-o",)),
     "data_parallel_size": Spell(names=("--dp",)),
     "tensor_parallel_size": Spell(names=("--tp",)),
     "shard": Spell(hidden=True, cli_type=str, metavar="RANK/WORLD"),
     "in_process": Spell(hidden=True),
-    "protocol": Spell(choices=_protocol_names, listed=_protocol_names),
+    "protocol": Spell(choices=PROTOCOLS.keys, listed=PROTOCOLS.keys),
     "extra": Spell(names=("--engine-arg",), repeat=True),
 }
 """How the fields that need more than `--field-name` are spelled (dhpo_suite.config_cli)."""
@@ -178,10 +160,6 @@ def register(app: typer.Typer) -> None:
     @config_command(EvalTarget, EvalSettings, EngineOptions, spell=SPELL)
     def eval(ctx: typer.Context, v: Values) -> None:  # noqa: A001 - the command's name
         os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout: the results tables only
-
-        from dhpo_suite.eval.benchmarks import resolve_benches
-        from dhpo_suite.eval.parallel import parse_shard
-        from dhpo_suite.eval.report import detail_table, headline_table
 
         t = EvalTarget(**v.of(EvalTarget))
         console = Console(stderr=True)
@@ -233,8 +211,6 @@ def _engine_args(pairs: list[str]) -> dict:
 
 def _protocol_sampling(given: frozenset[str], protocol: str, temperature: float, top_p: float) -> tuple[float, float]:
     """--temperature/--top-p as given, else the protocol's (simplerl: SimpleRL's README command's)."""
-    from dhpo_suite.eval.protocols import get_protocol
-
     p = get_protocol(protocol)
     return (temperature if "temperature" in given or p.temperature is None else p.temperature,
             top_p if "top_p" in given or p.top_p is None else p.top_p)
@@ -252,16 +228,25 @@ def _sequential(targets, names, settings, options, resume, regrade, console) -> 
     return summaries
 
 
-def _sweep(targets, ctx) -> dict:
-    """--run over several checkpoints: one fresh evaluator process per checkpoint (vLLM does not reliably free
-    GPU memory when an engine is deleted, so the next checkpoint starts from an empty GPU)."""
-    from dhpo_suite.eval.sweep import child_argv, run_child
-    from dhpo_suite.runs import eval_results as er
+_SWEEP_REPLACED = {"run", "steps", "out", "model", "shard", "in_process", "data_parallel_size"}
 
+
+def child_argv(params, values: dict, model: str, out) -> list[str]:
+    """The `eval` command line for one checkpoint: every option the user set (click `params` and their
+    `values`), with --run/--steps/--out replaced by --model MODEL --out OUT."""
+    args = to_argv(params, values, keep=lambda name: name not in _SWEEP_REPLACED)
+    return [sys.executable, "-m", "dhpo_suite.cli", "eval", *args, "--model", str(model), "--out", str(out)]
+
+
+def _sweep(targets, ctx) -> dict:
+    """--run over several checkpoints: one fresh evaluator process per checkpoint, one at a time (vLLM does not
+    reliably free GPU memory when an engine is deleted, so the next checkpoint starts from an empty GPU); the
+    combined table reads each child's summary.json."""
     summaries = {}
     for label, model_dir, results in targets:
         typer.echo(f"{label}: {model_dir} (own process)", err=True)
-        code = run_child(child_argv(ctx.command.params, ctx.params, model_dir, results))
+        argv = child_argv(ctx.command.params, ctx.params, model_dir, results)
+        code = subprocess.run(argv, stdout=subprocess.DEVNULL).returncode  # its progress on our stderr, no tables
         if code != 0:
             typer.echo(f"error: {label}: the evaluator exited with code {code}; rerun with --resume", err=True)
             raise typer.Exit(code)
@@ -271,11 +256,6 @@ def _sweep(targets, ctx) -> dict:
 
 def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict:
     """--dp N: N worker processes (see dhpo_suite.eval.parallel), then summaries from all shards."""
-    from dhpo_suite.eval.benchmarks import load_problems
-    from dhpo_suite.eval.parallel import run_workers
-    from dhpo_suite.eval.runner import summarize_dir
-    from dhpo_suite.runs import eval_results as er
-
     try:
         for name in names:
             load_problems(name, settings.data_dir, settings.limit, notify=console.print)
@@ -292,18 +272,10 @@ def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict
 
 def _run_one(model_dir, results, names, settings, options, resume, regrade, console) -> dict:
     """Evaluate (or re-grade) one model into `results` with progress bars."""
-    from dhpo_suite.eval.report import progress_bars
-    from dhpo_suite.eval.runner import evaluate
-    from dhpo_suite.eval.runner import regrade as regrade_dir
-
     notify = lambda msg: console.print(f"[yellow]{msg}[/yellow]")  # noqa: E731
     if regrade:
         with progress_bars(console) as bars:
             return regrade_dir(results, settings, progress=bars, notify=notify)
-    from dhpo_suite.eval.benchmarks import load_problems
-    from dhpo_suite.eval.engine import Engine
-    from dhpo_suite.eval.runner import precheck
-
     precheck(results, model_dir, resume)  # another model's results fail now, not after loading this one
     for name in names:  # bad data fails now, not after minutes of model loading
         load_problems(name, settings.data_dir, settings.limit, seed=options.seed)

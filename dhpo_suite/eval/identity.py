@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from dhpo_suite.runs.format import CHECKPOINTS
+
 __all__ = ["IDENTITY", "BENCH_IDENTITY", "model_fingerprint", "check_same", "IdentityMismatch", "default_out_dir"]
 
 IDENTITY = ("model", "model_fingerprint", "seed", "temperature", "top_p", "max_model_len", "dtype")
@@ -63,8 +65,6 @@ def check_same(stored: dict, current: dict, fields, where: str, prefix: str = ""
 def default_out_dir(model_dir: Path | str, root: Path | str = "eval-results") -> Path:
     """`eval-results/<name>-<hash>`: for a training checkpoint `<run name>-step-XXXXXX`, else the model dir's
     name; `<hash>` (8 hex digits of the absolute path) keeps two models with the same names apart."""
-    from dhpo_suite.runs.format import CHECKPOINTS
-
     path = Path(model_dir).resolve()
     name = f"{path.parents[1].name}-{path.name}" if path.parent.name == CHECKPOINTS else path.name
     return Path(root) / f"{name}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"

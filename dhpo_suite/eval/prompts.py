@@ -15,6 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhpo_suite.runs.format import RunFormatError, run_of_checkpoint
+from dhpo_suite.runs.manifest import read_manifest
+from dhpo_suite.tasks import get_task
+
 __all__ = ["TEMPLATES", "PromptTemplate", "is_chat_model", "load_template", "stop_token_ids"]
 
 QWEN_BOXED = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{input}\n"
@@ -49,8 +53,6 @@ class PromptTemplate:
         if self.name == "task":
             if task is None:
                 raise ValueError("--template task: only a training task's benchmark has the trainer's prompt")
-            from dhpo_suite.tasks import get_task
-
             messages = get_task(task).messages({"problem": problem})
         else:
             messages = [{"role": "user", "content": problem + CHAT_INSTRUCTION}]
@@ -81,9 +83,6 @@ def _names(model_dir: Path) -> list[str]:
         names.append(Path(str(json.loads((model_dir / "config.json").read_text()).get("_name_or_path", ""))).name)
     except (OSError, ValueError, AttributeError):
         pass
-    from dhpo_suite.runs.format import RunFormatError, run_of_checkpoint
-    from dhpo_suite.runs.manifest import read_manifest
-
     run = run_of_checkpoint(model_dir)
     if run is not None:
         try:
@@ -99,15 +98,12 @@ def is_chat_model(model_dir: Path | str, tokenizer) -> bool:
     A chat template alone is not enough: Qwen2.5-Math-7B, the paper's base model, ships one too, and SimpleRL
     evaluates it with the raw `qwen-boxed` prompt. An instruct model under `qwen-boxed` gets a Qwen system
     prompt it was not tuned on, so without --template it gets its own chat template (`chat`)."""
-    if getattr(tokenizer, "chat_template", None) is None:
-        return False
-    return any(_CHAT_NAME.search(n) for n in _names(Path(model_dir)))
+    has_template = getattr(tokenizer, "chat_template", None) is not None
+    return has_template and any(_CHAT_NAME.search(n) for n in _names(Path(model_dir)))
 
 
 def _ids(value) -> list[int]:
-    if value is None:
-        return []
-    return [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+    return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
 
 
 def _turn_end_of_chat_template(tokenizer) -> list[int]:
@@ -125,9 +121,7 @@ def _first_special_after(tokenizer, text: str, marker: str) -> list[int]:
     specials = sorted(getattr(tokenizer, "all_special_tokens", []) + list(tokenizer.get_added_vocab()),
                       key=len, reverse=True)
     hits = [(tail.find(s), s) for s in specials if s and s in tail]
-    if not hits:
-        return []
-    return [tokenizer.convert_tokens_to_ids(min(hits)[1])]
+    return [tokenizer.convert_tokens_to_ids(min(hits)[1])] if hits else []
 
 
 def stop_token_ids(tokenizer, generation_config=None, template: PromptTemplate | None = None) -> list[int]:

@@ -8,6 +8,8 @@ from typing import Iterator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from dhpo_suite.eval.benchmarks import paper_order
+
 __all__ = ["headline_table", "detail_table", "progress_bars"]
 
 
@@ -17,8 +19,6 @@ def _pct(x: float) -> str:
 
 def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline per benchmark"):
     """One row per model/checkpoint, one column per benchmark (its headline, e.g. avg@32) and AVG."""
-    from dhpo_suite.eval.benchmarks import paper_order
-
     benches = paper_order(b for s in rows.values() for b in s["benchmarks"])
     table = Table(title=title)
     table.add_column("model")
@@ -36,10 +36,7 @@ def headline_table(rows: dict[str, dict], title: str = "Accuracy (%), headline p
 def detail_table(summary: dict, title: str = "Details"):
     """Per benchmark: headline, best pass@k and maj@k, lengths, truncation and boxed rates, grader trouble,
     samples skipped (never generated)."""
-    from dhpo_suite.eval.benchmarks import paper_order
-
     table = Table(title=title)
-    # headline, best pass@k / maj@k (k = n), response tokens mean/median, truncated %, boxed %, grader trouble
     for col in ("bench", "P", "n", "avg@n", "pass@n", "maj@n", "len", "len med", "trunc", "boxed", "t/o", "err",
                 "skip"):
         table.add_column(col, justify="left" if col == "bench" else "right", no_wrap=True)

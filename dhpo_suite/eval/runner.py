@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, data_source, load_problems, paper_order
 from dhpo_suite.eval.engine import Engine, Request
@@ -22,17 +22,11 @@ from dhpo_suite.eval.metrics import bench_metrics, paper_average
 from dhpo_suite.eval.prompts import is_chat_model, load_template, stop_token_ids
 from dhpo_suite.eval.protocols import PROTOCOLS, get_protocol
 from dhpo_suite.eval.sink import GradingThread, Sink, skipped_records
-from dhpo_suite.eval.sources import clip
+from dhpo_suite.eval.sources import Problem, clip
+from dhpo_suite.grading import GraderPool
 from dhpo_suite.runs import eval_results as er
 
-if TYPE_CHECKING:
-    from dhpo_suite.eval.sources import Problem
-    from dhpo_suite.grading import GraderPool
-
-__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "SettingsMismatch", "precheck"]
-
-SettingsMismatch = IdentityMismatch
-"""--resume with a model or settings that differ from the stored evaluation's config.json."""
+__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "precheck"]
 
 
 @dataclass(frozen=True)
@@ -78,33 +72,34 @@ def _config(engine: Engine, settings: EvalSettings) -> dict:
             "max_model_len": engine.max_model_len, "dtype": engine.dtype, "benches": {}}
 
 
+def _stored_config(out_dir: Path, resume: bool) -> dict | None:
+    """The stored config.json when `out_dir` holds results (FileExistsError unless resuming), else None."""
+    path = out_dir / er.CONFIG
+    if not path.exists() or not er.has_samples(out_dir):
+        return None
+    if not resume:
+        raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
+                              f"--regrade to re-grade them, or choose another --out")
+    return er.read_json(path)
+
+
 def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
     """config.json of `out_dir`: new, or the stored one (checked field by field) when resuming."""
-    path = out_dir / er.CONFIG
-    has_samples = er.has_samples(out_dir)
-    if path.exists() and has_samples:
-        if not resume:
-            raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
-                                  f"--regrade to re-grade them, or choose another --out")
-        stored = er.read_json(path)
-        check_same(stored, config, IDENTITY, str(path))
-        return stored
-    er.write_json_atomic(path, config)
-    return config
+    stored = _stored_config(out_dir, resume)
+    if stored is None:
+        er.write_json_atomic(out_dir / er.CONFIG, config)
+        return config
+    check_same(stored, config, IDENTITY, str(out_dir / er.CONFIG))
+    return stored
 
 
 def precheck(out_dir: Path | str, model_dir: Path | str, resume: bool) -> None:
     """Before the model is loaded: stored results need --resume, and --resume needs the same model (its path
     and content fingerprint). Raises FileExistsError / IdentityMismatch (one line naming the field)."""
-    out_dir, model = Path(out_dir), Path(model_dir)
-    path = out_dir / er.CONFIG
-    if not path.exists() or not er.has_samples(out_dir):
-        return
-    if not resume:
-        raise FileExistsError(f"{out_dir}: holds results already; pass --resume to continue them, "
-                              f"--regrade to re-grade them, or choose another --out")
-    current = {"model": str(model.resolve()), "model_fingerprint": model_fingerprint(model)}
-    check_same(er.read_json(path), current, ("model", "model_fingerprint"), str(path))
+    model, stored = Path(model_dir), _stored_config(Path(out_dir), resume)
+    if stored is not None:
+        current = {"model": str(model.resolve()), "model_fingerprint": model_fingerprint(model)}
+        check_same(stored, current, ("model", "model_fingerprint"), str(Path(out_dir) / er.CONFIG))
 
 
 def _clamp_note(engine: Engine, longest: int, max_new_tokens: int, bench: str) -> str | None:
@@ -160,10 +155,8 @@ def default_template(engine: Engine, name: str, protocol: str = "paper") -> str:
     bench = BENCHMARKS[name]
     if bench.task:
         return bench.template
-    forced = get_protocol(protocol).template
-    if forced:
-        return forced
-    return "chat" if is_chat_model(engine.model, engine.tokenizer) else bench.template
+    return get_protocol(protocol).template or ("chat" if is_chat_model(engine.model, engine.tokenizer)
+                                               else bench.template)
 
 
 def _skips(problems: list[Problem], ids: dict[str, list[int]], max_model_len: int) -> dict[str, tuple[str, str]]:
@@ -243,10 +236,7 @@ def _no_progress(name: str, total: int, done: int) -> Callable[[int], None]:
 
 def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: EvalSettings = EvalSettings(),
              *, resume: bool = False, progress: Progress = _no_progress, notify: Notify = print) -> dict:
-    """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json).
-
-    `progress(name, total, done)` returns a callback `advance(k)` (rich bars in the CLI).
-    """
+    """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = _open_config(out_dir, _config(engine, settings), resume)
@@ -297,8 +287,6 @@ def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, pro
             notify: Notify = print) -> dict:
     """Re-grade every stored response of `out_dir` (no generation), rewrite the files, re-summarise."""
     out_dir = Path(out_dir)
-    from dhpo_suite.grading import GraderPool
-
     config = er.read_json(out_dir / er.CONFIG)
     with GraderPool(workers=settings.grader_workers, timeout=settings.grader_timeout) as pool:
         for name, info in config.get("benches", {}).items():

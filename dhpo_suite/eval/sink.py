@@ -15,6 +15,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
+from dhpo_suite.grading import GraderPool
 from dhpo_suite.grading.items import Item
 from dhpo_suite.runs import eval_results as er
 
@@ -35,8 +36,6 @@ class GradingThread:
         self._started = self._ex.submit(self._start, workers, timeout)
 
     def _start(self, workers: int, timeout: float) -> None:
-        from dhpo_suite.grading import GraderPool
-
         self._pool = GraderPool(workers=workers, timeout=timeout).__enter__()
 
     def grade(self, items: list[Item]):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from dhpo_suite.jsonl import parse_row
+from dhpo_suite.tasks import get_task
 
 __all__ = ["Problem", "DataError", "MAX_ROW_BYTES", "read_jsonl", "utf8_text", "normalize_row", "repair_escapes",
            "derive_answer_alt", "clip", "ANSWER_TRANSFORMS", "hub_problems", "task_problems"]
@@ -105,12 +106,7 @@ def derive_answer_alt(answer: str) -> list[str]:
 def _lines(path: Path, max_bytes: int) -> Iterator[tuple[int, bytes | None, bytes]]:
     """(line number, line or None if longer than max_bytes, first bytes) with at most one chunk in memory."""
     with open(path, "rb") as f:
-        lineno = 0
-        while True:
-            line = f.readline(max_bytes + 1)
-            if not line:
-                return
-            lineno += 1
+        for lineno, line in enumerate(iter(lambda: f.readline(max_bytes + 1), b""), 1):
             if len(line) <= max_bytes or line.endswith(b"\n"):
                 yield lineno, line, line[:4096]
                 continue
@@ -181,26 +177,13 @@ def read_jsonl(path: Path | str, max_row_bytes: int = MAX_ROW_BYTES) -> list[Pro
 
 
 # ---------------------------------------------------------------- the hub
-def _strip_leading_zeros(a) -> str:
-    return str(a).strip().lstrip("0") or "0"
-
-
-def _float_to_int(a) -> str:
-    x = float(a)
-    return str(int(x)) if x.is_integer() else str(a)
-
-
-def _first_without_dollars(a) -> str:
-    return str(a[0] if isinstance(a, list) else a).replace("$", "").strip()
-
-
-def _after_hashes(a) -> str:
-    return str(a).split("####")[-1].strip().replace(",", "")
-
-
 ANSWER_TRANSFORMS: dict[str, Callable] = {
-    "text": lambda a: str(a).strip(), "strip_leading_zeros": _strip_leading_zeros, "float_to_int": _float_to_int,
-    "first_without_dollars": _first_without_dollars, "after_hashes": _after_hashes}
+    "text": lambda a: str(a).strip(),
+    "strip_leading_zeros": lambda a: str(a).strip().lstrip("0") or "0",
+    "float_to_int": lambda a: str(int(float(a))) if float(a).is_integer() else str(a),
+    "first_without_dollars": lambda a: str(a[0] if isinstance(a, list) else a).replace("$", "").strip(),
+    "after_hashes": lambda a: str(a).split("####")[-1].strip().replace(",", ""),
+}
 
 
 def normalize_row(bench, row: dict, index: int) -> dict:
@@ -235,7 +218,5 @@ def hub_problems(bench, max_row_bytes: int = MAX_ROW_BYTES) -> list[Problem]:
 def task_problems(task_name: str, n: int | None, seed: int) -> list[Problem]:
     """The training task's test-split problems, exactly as the trainer's held-out reward draws them
     (`task.make_problems(n, seed=seed, split="test")`; n defaults to the trainer's 128 eval prompts)."""
-    from dhpo_suite.tasks import get_task
-
     rows = get_task(task_name).make_problems(n or TASK_PROBLEMS, seed=seed, split="test")
     return [Problem(r["id"], r["problem"], (r["answer"],)) for r in rows]

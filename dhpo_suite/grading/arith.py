@@ -68,9 +68,7 @@ def _tokenize(text: str) -> list[str] | None:
         if not m:
             return None
         tokens.append(m.group(1))
-        pos = m.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+        pos = m.end()  # the pattern's leading `\s*` takes the spaces before the next token
     return tokens
 
 
@@ -98,24 +96,16 @@ class _Parser:
         value = self.unary()
         while True:
             token = self.peek()
-            if token in ("*", "\\cdot", "\\times"):
-                self.take()
-                value *= self.unary()
-            elif token == "/":
-                self.take()
-                value /= self.unary()
+            if token in ("*", "\\cdot", "\\times", "/"):
+                value = value / self.unary() if self.take() == "/" else value * self.unary()
             elif token in ("(", "\\frac"):
                 value *= self.power()  # implicit product: 2(3+1), (2)\frac{1}{3}; 2\frac{1}{3} is mixed
             else:
                 return value
 
     def unary(self) -> Fraction:
-        if self.peek() == "-":
-            self.take()
-            return -self.unary()
-        if self.peek() == "+":
-            self.take()
-            return self.unary()
+        if self.peek() in ("-", "+"):
+            return -self.unary() if self.take() == "-" else self.unary()
         return self.power()
 
     def power(self) -> Fraction:
@@ -129,10 +119,9 @@ class _Parser:
         return base ** int(exponent)
 
     def unary_atom(self) -> Fraction:
-        sign = -1 if self.peek() == "-" else 1
         if self.peek() in ("-", "+"):
-            self.take()
-        return sign * self.atom()
+            return -self.atom() if self.take() == "-" else self.atom()
+        return self.atom()
 
     def atom(self) -> Fraction:
         token = self.take()

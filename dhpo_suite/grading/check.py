@@ -14,7 +14,7 @@ import os
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from dhpo_suite.grading.arith import exact_value
 from dhpo_suite.grading.extract import extract_final, final_box_group
@@ -159,8 +159,7 @@ def _percent_of_quantity(pred: str, gold: str, pred_raw: str, gold_raw: str) -> 
     hundredth may match; the percent sign is not presentation there."""
     gold_val, pred_val = parse_number(gold) or _exact(gold), parse_number(pred) or _exact(pred)
     if gold_val and pred_val:
-        hundredth = Num(pred_val.value / 100, pred_val.ulp and pred_val.ulp / 100, pred_val.sig, pred + "%")
-        correct, _ = numbers_match(gold_val, hundredth)
+        correct = numbers_match(gold_val, _hundredth(pred_val))[0]
         verb = "equals" if correct else "is not"
         return correct, f"the percentage {pred_raw!r} ({pred}/100) {verb} gold {gold_raw!r}"
     return False, f"a percentage {pred_raw!r} does not answer gold {gold_raw!r}, which is no percentage"
@@ -193,15 +192,16 @@ def _numbers(gold: Num, pred: Num, gold_raw: str, pred_raw: str) -> tuple[bool, 
     correct, reason = numbers_match(gold, pred)
     if correct:
         return correct, reason
-    if has_percent(gold_raw) and not has_percent(pred_raw):
-        hundredth = Num(gold.value / 100, gold.ulp and gold.ulp / 100, gold.sig, gold.text + "%")
-        if numbers_match(hundredth, pred)[0]:
-            return True, f"{pred.text} equals the percentage {gold.text}% as a fraction"
-    if has_percent(pred_raw) and not has_percent(gold_raw):
-        hundredth = Num(pred.value / 100, pred.ulp and pred.ulp / 100, pred.sig, pred.text + "%")
-        if numbers_match(gold, hundredth)[0]:
-            return True, f"the percentage {pred.text}% equals {gold.text}"
+    if has_percent(gold_raw) and not has_percent(pred_raw) and numbers_match(_hundredth(gold), pred)[0]:
+        return True, f"{pred.text} equals the percentage {gold.text}% as a fraction"
+    if has_percent(pred_raw) and not has_percent(gold_raw) and numbers_match(gold, _hundredth(pred))[0]:
+        return True, f"the percentage {pred.text}% equals {gold.text}"
     return correct, reason
+
+
+def _hundredth(num: Num) -> Num:
+    """The number a percentage states (`8\\%` → 0.08), its rounding unit scaled alike."""
+    return Num(num.value / 100, num.ulp and num.ulp / 100, num.sig, num.text + "%")
 
 
 def _symbolic(gold, pred, gold_num, pred_num, gold_raw, pred_raw) -> tuple[bool, str]:
@@ -249,11 +249,9 @@ def _same_side(gold: str, pred: str, use_verify: bool = True) -> bool:
     if not use_verify or _letters(gold) != _letters(pred):
         return False
     gold_expr, pred_expr = parse_latex(gold), parse_latex(pred)
-    if gold_expr is None or pred_expr is None:
+    if gold_expr is None or pred_expr is None or not keeps_variables(gold, gold_expr):
         return False
-    if not (keeps_variables(gold, gold_expr) and keeps_variables(pred, pred_expr)):
-        return False
-    return _verify(gold_expr, pred_expr, gold, pred)[0]
+    return keeps_variables(pred, pred_expr) and _verify(gold_expr, pred_expr, gold, pred)[0]
 
 
 def _letters(text: str) -> set[str]:
@@ -283,10 +281,7 @@ def parse_latex(text: str):
         fallback_mode="no_fallback",
         parsing_timeout=None,
     )
-    for item in parsed:
-        if isinstance(item, (Basic, MatrixBase)):
-            return item
-    return None
+    return next((item for item in parsed if isinstance(item, (Basic, MatrixBase))), None)
 
 
 def numeric_value(expr) -> Fraction | None:
@@ -363,14 +358,11 @@ WARM_UP = (
     r"\binom{10}{3}", r"5!", r"\left\lfloor \frac{2n}{3} \right\rfloor", r"|x-1|", r"\infty",
     r"\frac{d x}{d t}=k x-a", r"\hbar \omega", r"\lambda / \sqrt{2}", r"m_{p} c^{2}", r"x_{0} + v_{0} t",
 )
-_warm = False
 
 
+@cache  # once per process: a worker forked from the warmed-up forkserver skips it
 def warm_up() -> None:
     """Import math-verify, silence its timeout notices (the pool enforces time), fill ANTLR's cache."""
-    global _warm
-    if _warm:
-        return
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     import math_verify.grader
     import math_verify.parser
@@ -382,12 +374,9 @@ def warm_up() -> None:
             parse_latex(text)
     match("\\frac{1}{2}", "\\sqrt{\\frac{1}{4}}")  # the verify path once
     parse_latex.cache_clear()
-    _warm = True
 
 
 def _is_word_gold(gold_raw: str, gold: str) -> bool:
     """`\\text{Evelyn}`, `\\text{(C)}` or a bare word of 4+ letters (`east`); not `x y` (a product)."""
     wrapped = re.fullmatch(r"\s*\$?\\(?:text|textbf|mathrm)\s*\{[^{}]*\}\$?\s*", gold_raw)
-    if not is_text_answer(gold):
-        return False
-    return bool(wrapped) or bool(re.search(r"[A-Za-z]{4,}", gold))
+    return is_text_answer(gold) and bool(wrapped or re.search(r"[A-Za-z]{4,}", gold))

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+from dhpo_suite.grading.pool import GraderPool
 from dhpo_suite.jsonl import iter_jsonl
 
 __all__ = ["read_rows", "register"]
@@ -40,7 +41,8 @@ def register(app: typer.Typer) -> None:
         # 4,300 digits would refuse to read it. 100,000 digits still convert in ~0.1 s.
         sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), MAX_INT_DIGITS))
         try:
-            _check_timeout(timeout)
+            if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan
+                raise RowError(f"--timeout: must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout}")
             rows = read_rows(file)
             _check_writable(target)
         except (RowError, OSError) as err:
@@ -49,11 +51,6 @@ def register(app: typer.Typer) -> None:
         verdicts = _grade_rows(rows, bench, workers, timeout)
         _write(target, rows, verdicts)
         _summary(verdicts, target)
-
-
-def _check_timeout(timeout: float) -> None:
-    if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan
-        raise RowError(f"--timeout: must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout}")
 
 
 def _check_writable(target: Path) -> None:
@@ -121,8 +118,6 @@ def _golds(row: dict) -> list[str]:
 
 
 def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: float):
-    from dhpo_suite.grading.pool import GraderPool
-
     items = [{"response": row["response"], "gold": _golds(row), "bench": row.get("bench") or bench,
               "truncated": row.get("truncated", row.get("finish_reason") == "length"),
               "problem": row.get("problem", row.get("question"))} for row in rows]

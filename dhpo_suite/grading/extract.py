@@ -22,9 +22,7 @@ import re
 
 from dhpo_suite.grading.fallback import answer_tag, committed_sentence, escape_currency, looks_cut
 
-__all__ = ["SOURCES", "extract_answer", "extract_final", "final_box_group", "final_boxes", "last_boxed"]
-
-SOURCES = ("boxed", "marker", "fallback")
+__all__ = ["extract_answer", "extract_final", "final_box_group"]
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\b")
 _PHRASE_RE = re.compile(
@@ -49,7 +47,6 @@ _STANDALONE_RE = re.compile(  # a number not glued to a word, a fraction bar, an
 _INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign; `$$...$$` pairs before `$...$`
     r"(?<!\\)\$\$((?:\\.|[^$\\])+)\$\$|(?<!\\)\$((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
 )
-_NUMBER_RE = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _PHRASE_TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
 _MAX_BOX_CANDIDATES = 50  # bounds work on adversarial text made of thousands of unclosed boxes
 
@@ -61,7 +58,7 @@ def extract_answer(text: str | None, truncated: bool = False) -> str | None:
 
 def extract_final(text: str | None, truncated: bool = False,
                   problem: str | None = None) -> tuple[str | None, str | None]:
-    """(answer, answer_source) with answer_source in SOURCES; (None, None) when nothing is stated.
+    """(answer, answer_source: "boxed", "marker" or "fallback"); (None, None) when nothing is stated.
 
     `truncated`: the response was stopped at the token budget; only a box or an answer line written
     before the cut counts (never the fallback). `problem`: the problem text, when known; a response
@@ -71,49 +68,37 @@ def extract_final(text: str | None, truncated: bool = False,
     text = escape_currency(_before_next_problem(text))
     boxes = _final_boxes(text)
     phrase = _after_phrase(text)
-    if boxes:
-        _, end, content = boxes[-1]
-        if phrase is not None and phrase[1] > end and phrase[2]:
-            return phrase[0], "marker"  # a value stated after the last box: that box was intermediate
-        return content.strip(), "boxed"
-    if phrase is not None:
+    if boxes and not (phrase is not None and phrase[1] > boxes[-1][1] and phrase[2]):
+        return boxes[-1][2].strip(), "boxed"
+    if phrase is not None:  # also when it states a value after the last box: that box was intermediate
         return phrase[0], "marker"
     tag = answer_tag(text)
     if tag is not None:  # `<answer> ... </answer>`: an answer region, whose last statement is read
-        committed = committed_sentence(tag)
-        answer = _fallback(*committed) if committed else None
-        return (answer, "marker") if answer else (None, None)
+        return _committed_answer(tag, None, "marker")
     if truncated or looks_cut(text):
         return None, None
+    return _committed_answer(text, problem, "fallback")
+
+
+def _committed_answer(text: str, problem: str | None, source: str) -> tuple[str | None, str | None]:
     committed = committed_sentence(text, problem)
     answer = _fallback(*committed) if committed else None
-    return (answer, "fallback") if answer else (None, None)
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last complete `\\boxed{}`/`\\fbox{}` in `text` (None when there is none)."""
-    boxes = final_boxes(text)
-    return boxes[-1][1] if boxes else None
+    return (answer, source) if answer else (None, None)
 
 
 def final_box_group(text: str, span: int = 400) -> list[str]:
     """The last boxes written together (`\\boxed{69} and \\boxed{84}`): complete, not nested in each
     other, each starting within `span` characters of the last one. Boxes further back are
     intermediate results, not part of the final answer."""
-    boxes = final_boxes(text)
+    boxes = _final_boxes(text)
     if not boxes:
         return []
     last = boxes[-1][0]
-    return [content.strip() for start, content in boxes if last - start <= span]
-
-
-def final_boxes(text: str) -> list[tuple[int, str]]:
-    """(start, content) of the last complete, non-nested boxes, in text order (at most 50)."""
-    return [(start, content) for start, _, content in _final_boxes(text)]
+    return [content.strip() for start, _, content in boxes if last - start <= span]
 
 
 def _final_boxes(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, content) of the last complete, non-nested boxes, in text order."""
+    """(start, end, content) of the last complete, non-nested boxes (at most 50), in text order."""
     starts = [m.end() for m in _BOX_RE.finditer(text)]
     if not starts:
         return []
@@ -167,10 +152,10 @@ def _before_next_problem(text: str) -> str:
     turn = _CHAT_TURN_RE.search(text)
     if turn and text[: turn.start()].strip():
         text = text[: turn.start()]  # an invented chat turn: nothing after it answers this problem
-    if not _NEXT_PROBLEM_RE.search(text):
-        return text
     first = _NEXT_PROBLEM_RE.search(text)
-    if first and text[: first.start()].strip() and committed_sentence(text[: first.start()]):
+    if not first:
+        return text
+    if text[: first.start()].strip() and committed_sentence(text[: first.start()]):
         return text[: first.start()]  # "She has 5 apples left.\n\nQuestion: ... Answer: 7": 5 was stated
     marks = [m.start() for m in (_BOX_RE.search(text), _PHRASE_RE.search(text)) if m]
     if not marks:
@@ -181,13 +166,10 @@ def _before_next_problem(text: str) -> str:
 
 def _after_phrase(text: str) -> tuple[str, int, bool] | None:
     """(answer, position, states_a_value) after the last answer phrase, or None."""
-    last = None
-    for last in _PHRASE_RE.finditer(text):
-        pass
+    last = max(_PHRASE_RE.finditer(text), key=re.Match.start, default=None)
     if last is None:
         return None
-    window = text[last.end() : last.end() + _PHRASE_TAIL_CHARS]
-    window = _HOPE_RE.sub("", window).strip()
+    window = _HOPE_RE.sub("", text[last.end() : last.end() + _PHRASE_TAIL_CHARS]).strip()
     line = window.split("\n", 1)[0].strip()
     block = _BLOCK_RE.match(window)  # `\[ ... \]` / `$$ ... $$` may span lines
     if block:

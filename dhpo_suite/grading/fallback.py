@@ -8,7 +8,7 @@ Python error message, a fragment of prose taken after a `$$...$$` block. So the 
 from the response's **last sentence**, and only when
 
 * the response is not cut off: it was not stopped at the token budget (`truncated`), and its text does
-  not end mid-sentence (unclosed `$`, `\\(`, brace or code fence; a last word such as "and", "the",
+  not end mid-sentence (unclosed `\\(`, `\\[`, brace or code fence; a last word such as "and", "the",
   "of"; a trailing operator, comma or colon);
 * the sentence is outside code blocks and error messages (fenced blocks, tracebacks and `...Error:`
   lines are removed first);
@@ -53,8 +53,6 @@ _PROMPT_RE = re.compile(
     re.IGNORECASE,
 )
 _BARE_RE = re.compile(r"\W*(?:\x00+|-?[\d.,/]+)\W*")
-
-
 _PROSE_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 
 
@@ -114,9 +112,7 @@ def committed_sentence(text: str, problem: str | None = None) -> tuple[str, int]
     end = len(masked.rstrip())
     while end and (masked[end - 1] in ".;, \n\t" or (masked[end - 1] == "!" and not masked[end - 2:end - 1].isalnum())):
         end -= 1  # `5!` keeps its factorial
-    if end == 0:
-        return None
-    if masked[end:].strip().startswith("?") or masked[end - 1] == "?":
+    if end == 0 or masked[end:].strip().startswith("?") or masked[end - 1] == "?":
         return None
     start = max((m.end() for m in _BOUNDARY_RE.finditer(masked, 0, end)), default=0)
     sentence, shape = body[start:end].strip(), masked[start:end].strip()

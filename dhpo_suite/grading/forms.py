@@ -1,8 +1,7 @@
 """Answer shapes that need their own reading before comparison (string rules; nothing is evaluated).
 
 * clock times: `4:30 \\text{ p.m.}`, `\\text{4:30 p.m.}`, `16:30`, `12{:}00`, `12:00 noon`, `9 a.m.` →
-  minutes after midnight
-  (math-verify reads `12:00` as a ratio and raises on the division by zero);
+  minutes after midnight (math-verify reads `12:00` as a ratio and raises on the division by zero);
 * multiple-choice labels: `\\textbf{(B) } 27` answers a value gold with 27 and a letter gold with B;
 * stated values: `x = 5+5+1 = 11` states 11, `x \\approx 11` states 11 and `\\frac{70}{9} \\approx 7.78`
   states the exact 70/9 (the approximation is used only when nothing exact precedes it).
@@ -12,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["choice_label", "parse_time", "split_top", "stated_values", "strip_choice_label"]
+from dhpo_suite.grading.normalize import split_top
+
+__all__ = ["choice_label", "parse_time", "stated_values", "strip_choice_label"]
 
 _TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?|(noon|midnight))?$")
 _HOUR_RE = re.compile(r"^(\d{1,2})\s*(?:([ap])\.?\s*m\.?)$")  # `9 a.m.`: a time only with its meridiem
@@ -28,13 +29,12 @@ def parse_time(raw: str) -> int | None:
     s = re.sub(r"\\[,;!: ]|~|[{}]", " ", s)
     s = re.sub(r"\s+", " ", s).strip().lower()
     s = re.sub(r"\s*:\s*", ":", s).rstrip(". ")  # `m.` loses its point too; the pattern allows that
-    m, hour = _TIME_RE.match(s), _HOUR_RE.match(s)
-    if not m and not hour:
-        return None
-    if hour:
+    if hour := _HOUR_RE.match(s):
         hours, minutes, meridiem, word = int(hour.group(1)), 0, hour.group(2), None
-    else:
+    elif m := _TIME_RE.match(s):
         hours, minutes, meridiem, word = int(m.group(1)), int(m.group(2)), m.group(4), m.group(5)
+    else:
+        return None
     if minutes > 59 or hours > 23 or ((meridiem or word) and not 1 <= hours <= 12):
         return None
     if word:  # `12:00 noon`, `12:00 midnight`
@@ -68,47 +68,17 @@ def stated_values(pred: str) -> str:
     """The value a relation chain states: `x = 7 = 11` → `11`; `x \\approx 11` → `11`;
     `x = \\frac{1}{3} \\approx 0.33` → `\\frac{1}{3}` (exact first). Text without `=`/`\\approx`
     is returned unchanged."""
-    parts, seps = _split_top(pred, r"\\approx|\\simeq|(?<![<>!\\])=(?!=)")
+    parts, seps = split_top(pred, r"\\approx|\\simeq|(?<![<>!\\])=(?!=)")
     if len(parts) == 1:
         return pred
     if not (_is_name(parts[0]) or not parts[0] or not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", parts[0]))):
         return pred  # `2x = 10` is an equation to solve, not the value 10
     approx = [i for i, sep in enumerate(seps) if sep != "="]
-    if approx:
-        before = parts[approx[0]]  # the value written just before the first approximation
-        if before and not _is_name(before):
-            return before
-        return parts[-1]
-    return parts[-1]
+    before = parts[approx[0]] if approx else ""  # the value written just before the first approximation
+    return before if before and not _is_name(before) else parts[-1]
 
 
 def _is_name(text: str) -> bool:
     """A variable or function name on the left of a relation: `x`, `x_{0}`, `f(x)`, `(t,u)`, `AB`."""
     return bool(re.fullmatch(r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z, ]*\))?|\((?:[a-z], ?)+[a-z]\)"
                              r"|[A-Z]{1,3}", text.strip()))
-
-
-def _split_top(text: str, pattern: str) -> tuple[list[str], list[str]]:
-    """Split at `pattern` outside (), [], {}: (parts stripped, separators)."""
-    parts, seps, depth, start = [], [], 0, 0
-    regex = re.compile(pattern)
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0:
-            m = regex.match(text, i)
-            if m and m.end() > i:
-                parts.append(text[start:i].strip())
-                seps.append(m.group(0))
-                start = i = m.end()
-                continue
-        i += 1
-    parts.append(text[start:].strip())
-    return parts, seps
-
-
-split_top = _split_top  # public name for structural.py

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "has_percent", "is_text_answer", "normalize", "split_top_level", "strip_assignment", "text_key",
+    "has_percent", "is_text_answer", "normalize", "split_top", "split_top_level", "strip_assignment", "text_key",
 ]
 
 _UNICODE = {
@@ -74,8 +74,7 @@ def normalize(answer: str) -> str:
         s = s.replace(",", "")
     elif _SPACED_THOUSANDS_RE.match(s):
         s = s.replace(" ", "")
-    s = _E_NOTATION_RE.sub(r"\1\\times10^{\2}", s) if not _is_plain_e_number(s) else s
-    return s
+    return s if _is_plain_e_number(s) else _E_NOTATION_RE.sub(r"\1\\times10^{\2}", s)
 
 
 def has_percent(answer: str) -> bool:
@@ -100,16 +99,30 @@ def text_key(normalized: str) -> str:
 
 def split_top_level(text: str) -> list[str]:
     """Split at commas outside (), [], {} (`(1,2), 3` → [`(1,2)`, `3`])."""
-    parts, depth, current = [], 0, []
-    for ch in text:
-        depth += (ch in "([{") - (ch in ")]}")
-        if ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current).strip())
-    return parts
+    return split_top(text, ",")[0]
+
+
+def split_top(text: str, pattern: str) -> tuple[list[str], list[str]]:
+    """Split at `pattern` outside (), [], {}: (parts stripped, separators)."""
+    parts, seps, depth, start = [], [], 0, 0
+    regex = re.compile(pattern)
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0:
+            m = regex.match(text, i)
+            if m and m.end() > i:
+                parts.append(text[start:i].strip())
+                seps.append(m.group(0))
+                start = i = m.end()
+                continue
+        i += 1
+    parts.append(text[start:].strip())
+    return parts, seps
 
 
 def _strip_delimiters(s: str) -> str:
@@ -118,11 +131,9 @@ def _strip_delimiters(s: str) -> str:
         match = re.match(pattern, s, re.DOTALL)
         if match:
             s = match.group(1).strip()
-    while True:
-        match = _TEXT_WRAP_RE.match(s)
-        if not match:
-            return s
+    while match := _TEXT_WRAP_RE.match(s):
         s = match.group(1).strip()
+    return s
 
 
 def _strip_units(s: str) -> str:

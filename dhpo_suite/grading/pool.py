@@ -88,10 +88,8 @@ class GraderPool:
 
     def grade_many(self, items: Iterable, *, progress: Progress | None = None,
                    timeout: float | None = None) -> list[Verdict]:
-        """Verdicts for `items` ((response, gold(s)[, bench]) tuples or dicts), in input order.
-
-        progress(done, total) is called after each finished item.
-        """
+        """Verdicts for `items` ((response, gold(s)[, bench]) tuples or dicts), in input order;
+        progress(done, total) is called after each finished item."""
         jobs = coerce_items(items)
         with self._lock:
             self._check_owner()
@@ -105,10 +103,7 @@ class GraderPool:
         """Per worker: antlr4 version and file it really imported, the `198\\%` probe, pid, CPU seconds."""
         with self._lock:
             self._check_owner()
-            infos = []
-            for index in range(len(self._slots)):
-                infos.append(self._ask(index, "info", None))
-            return infos
+            return [self._ask(index, "info", None) for index in range(len(self._slots))]
 
     def close(self) -> None:
         """Stop every worker (politely, then by force)."""
@@ -130,7 +125,7 @@ class GraderPool:
         while done < len(jobs):
             self._dispatch(queue, jobs, limit)
             ready = wait(self._waitables(), timeout=self._wait_time())
-            finished = self._collect(ready, jobs) + self._expire(jobs, limit)
+            finished = self._collect(ready) + self._expire(limit)
             for index, verdict in finished:
                 results[index] = verdict
                 done += 1
@@ -156,7 +151,7 @@ class GraderPool:
         deadlines += [s.started + _START_TIMEOUT_S for s in self._slots if not s.ready]
         return max(0.0, min(deadlines) - now) if deadlines else _START_TIMEOUT_S
 
-    def _collect(self, ready: list, jobs: list[Item]) -> list[tuple[int, Verdict]]:
+    def _collect(self, ready: list) -> list[tuple[int, Verdict]]:
         finished = []
         for number, slot in enumerate(self._slots):
             if slot.conn not in ready and slot.process.sentinel not in ready:
@@ -166,7 +161,7 @@ class GraderPool:
             except (EOFError, OSError):
                 message = None
             if message is None:  # the process died
-                finished += self._replace_dead(number, jobs)
+                finished += self._replace_dead(number)
             elif message[0] == "ready":
                 slot.ready, self._start_failures = True, 0
             elif message[0] == "failed":
@@ -178,15 +173,14 @@ class GraderPool:
                 slot.job = None
         return finished
 
-    def _expire(self, jobs: list[Item], limit: float) -> list[tuple[int, Verdict]]:
+    def _expire(self, limit: float) -> list[tuple[int, Verdict]]:
         finished, now = [], time.monotonic()
         for number, slot in enumerate(self._slots):
             if slot.job is not None and now >= slot.deadline:
                 index, pid = slot.job, slot.process.pid
                 reason = f"grading exceeded {limit:g} s wall clock; worker {pid} killed and replaced"
                 finished.append((index, Verdict(False, slot.extracted[0], "timeout", reason, slot.extracted[1])))
-                self._stop(slot, polite=False)
-                self._slots[number] = self._restart()
+                self._restart(number)
             elif not slot.ready and now >= slot.started + _START_TIMEOUT_S:
                 self._start_failed(number, f"no ready message within {_START_TIMEOUT_S:g} s")
         return finished
@@ -200,9 +194,11 @@ class GraderPool:
         child.close()
         return _Slot(process, parent, time.monotonic())
 
-    def _restart(self) -> _Slot:
+    def _restart(self, number: int) -> None:
+        """Kill worker `number` (if still alive) and start a fresh one in its place."""
+        self._stop(self._slots[number], polite=False)
         self.stats["restarts"] += 1
-        return self._start()
+        self._slots[number] = self._start()
 
     def _stop(self, slot: _Slot, polite: bool) -> None:
         if polite and slot.process.is_alive():
@@ -216,7 +212,7 @@ class GraderPool:
         slot.process.join(timeout=5.0)
         slot.conn.close()
 
-    def _replace_dead(self, number: int, jobs: list[Item]) -> list[tuple[int, Verdict]]:
+    def _replace_dead(self, number: int) -> list[tuple[int, Verdict]]:
         slot = self._slots[number]
         slot.process.join(timeout=5.0)
         code = slot.process.exitcode
@@ -227,23 +223,22 @@ class GraderPool:
         elif not slot.ready:
             self._start_failed(number, f"worker exited with code {code} during start-up")
             return finished
-        self._stop(slot, polite=False)
-        self._slots[number] = self._restart()
+        self._restart(number)
         return finished
 
     def _start_failed(self, number: int, detail: str) -> None:
         self._start_failures += 1
-        self._stop(self._slots[number], polite=False)
         if self._start_failures >= _MAX_START_FAILURES:
+            self._stop(self._slots[number], polite=False)
             self.close()
             raise RuntimeError(f"dhpo_suite.grading: grader workers fail to start:\n{detail}")
-        self._slots[number] = self._restart()
+        self._restart(number)
 
     def _ask(self, number: int, op: str, payload) -> dict:
         """One request to one worker outside the event loop (diagnostics only)."""
         slot = self._slots[number]
         while not slot.ready:
-            self._collect(wait(self._waitables(), timeout=_START_TIMEOUT_S), [])
+            self._collect(wait(self._waitables(), timeout=_START_TIMEOUT_S))
             slot = self._slots[number]
         slot.conn.send((-1, op, payload))
         if not slot.conn.poll(max(self.timeout, 30.0)):
@@ -254,8 +249,7 @@ class GraderPool:
         """Replace every worker still busy with an item of an interrupted batch."""
         for number, slot in enumerate(self._slots):
             if slot.job is not None:
-                self._stop(slot, polite=False)
-                self._slots[number] = self._restart()
+                self._restart(number)
 
     def _count(self, verdict: Verdict) -> None:
         self.stats["graded"] += 1

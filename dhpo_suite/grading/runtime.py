@@ -36,10 +36,8 @@ def grader_site() -> Path:
 
 
 def activate() -> bool:
-    """Put the grader site first on sys.path (idempotent); False when the site is missing.
-
-    Call only in a worker process: it changes which antlr4 this interpreter imports.
-    """
+    """Put the grader site first on sys.path (idempotent); False when the site is missing. Call only in a
+    worker process: it changes which antlr4 this interpreter imports."""
     site = grader_site()
     if not (site / "antlr4").is_dir():
         return False
@@ -47,7 +45,8 @@ def activate() -> bool:
         sys.path.insert(0, str(site))
     loaded = sys.modules.get("antlr4")
     if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(str(site)):
-        _drop_modules()
+        for name in [name for name in sys.modules if name.split(".", 1)[0] in _RELOADED]:
+            del sys.modules[name]
     importlib.invalidate_caches()
     return True
 
@@ -84,9 +83,3 @@ def runtime_info() -> dict:
         "grader_site": str(grader_site()),
         "pid": os.getpid(),
     }
-
-
-def _drop_modules() -> None:
-    for name in list(sys.modules):
-        if name.split(".", 1)[0] in _RELOADED:
-            del sys.modules[name]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from dhpo_suite.grading.forms import split_top
+from dhpo_suite.grading.normalize import split_top
 
 __all__ = ["equation_parts", "mirrored", "term_key", "unit_conflict", "unit_of"]
 
@@ -52,11 +52,8 @@ def unit_of(raw: str) -> str | None:
     word = m.group(1).strip()
     mu = text[m.start():].lstrip().startswith("\\mu")
     key = word if len(word) <= 2 else word.lower()
-    key = key[:-1] if len(key) > 3 and key.endswith("s") and key.lower() not in ("ounces",) else key
-    key = "ounce" if key.lower() == "ounces" else key
-    unit = _CANONICAL.get(key) or _CANONICAL.get(key.lower() if len(key) > 2 else key)
-    if unit is None and len(key) <= 2 and key.lower() in _CANONICAL and key.islower():
-        unit = _CANONICAL[key.lower()]
+    key = key[:-1] if len(key) > 3 and key.endswith("s") and key != "ounces" else key
+    unit = _CANONICAL.get("ounce" if key == "ounces" else key)
     if unit is None:
         return None
     power = re.sub(r"[\s{}^]", "", m.group(2) or "")
@@ -67,9 +64,7 @@ def unit_of(raw: str) -> str | None:
 def unit_conflict(gold_raw: str, pred_raw: str) -> str | None:
     """A reason when the gold and the answer name different known units, else None."""
     gold, pred = unit_of(gold_raw), unit_of(pred_raw)
-    if gold and pred and gold != pred:
-        return f"units differ: the answer is in {pred}, the gold in {gold}"
-    return None
+    return f"units differ: the answer is in {pred}, the gold in {gold}" if gold and pred and gold != pred else None
 
 
 def equation_parts(text: str) -> tuple[str, str, str] | None:

@@ -76,7 +76,7 @@ def numbers_match(gold: Num, pred: Num) -> tuple[bool, str]:
             return True, f"{pred.text} is {gold.text} to {pred.sig} significant digits"
         return False, f"numbers differ: {pred.text} != {gold.text}"
     if gold.sig >= 2 and diff <= gold.ulp / 2:
-        return True, f"{pred.text} rounds to the rounded gold {gold.text} (+-{_fmt(gold.ulp / 2)})"
+        return True, f"{pred.text} rounds to the rounded gold {gold.text} (+-{float(gold.ulp / 2):.3g})"
     if gold.sig == 1 and diff <= REL_TOL_ONE_DIGIT * abs(g):
         return True, f"{pred.text} is within relative 1e-4 of gold {gold.text}"
     return False, f"numbers differ: {pred.text} is not {gold.text} within its rounding"
@@ -118,7 +118,3 @@ def _parse_fraction(s: str) -> Num | None:
     if den == 0 or len(str(num)) > MAX_EXPONENT or len(str(den)) > MAX_EXPONENT:
         return None
     return Num(Fraction(num, den) * (-1 if sign == "-" else 1), None, 0, s)
-
-
-def _fmt(x: Fraction) -> str:
-    return f"{float(x):.3g}"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 Status = Literal["ok", "no_answer", "timeout", "error"]
-STATUSES: tuple[str, ...] = ("ok", "no_answer", "timeout", "error")
+STATUSES: tuple[str, ...] = get_args(Status)
 AnswerSource = Literal["boxed", "marker", "fallback"]
-ANSWER_SOURCES: tuple[str, ...] = ("boxed", "marker", "fallback")
+ANSWER_SOURCES: tuple[str, ...] = get_args(AnswerSource)
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,3 @@ class Verdict:
         if self.answer_source not in (None, *ANSWER_SOURCES):
             raise ValueError(f"Verdict.answer_source must be one of {ANSWER_SOURCES} or None, "
                              f"got {self.answer_source!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)

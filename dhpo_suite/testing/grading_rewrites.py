@@ -32,8 +32,8 @@ def equivalent_rewrites(gold: str) -> list[str]:
     forms = [gold]
     num = parse_number(normalize(gold))
     if num is not None:
-        forms += _number_forms(gold, num.value, num.exact)
-    elif _top_level_commas(gold) and not gold.lstrip().startswith(("(", "[")):
+        forms += _number_forms(gold, num.value)
+    elif len(split_top_level(gold)) > 1 and not gold.lstrip().startswith(("(", "[")):
         forms.append(", ".join(reversed(split_top_level(gold))))
     elif re.fullmatch(r"\(.*\)", gold.strip()):
         forms.append(r"\left" + gold.strip()[:1] + gold.strip()[1:-1] + r"\right" + gold.strip()[-1])
@@ -48,9 +48,7 @@ def near_miss(gold: str) -> str:
     """A wrong answer that looks like `gold`."""
     num = parse_number(normalize(gold))
     if num is not None:
-        if num.exact:
-            return _plain(num.value + 1)
-        return _plain(num.value + 3 * num.ulp)
+        return _plain(num.value + (1 if num.exact else 3 * num.ulp))
     stripped = gold.strip()
     match = re.fullmatch(r"([(\[])(.*)([)\]])", stripped)
     if match and "\\cup" not in stripped and _balanced(match.group(2)):
@@ -63,7 +61,7 @@ def near_miss(gold: str) -> str:
     return f"{gold}+1"
 
 
-def _number_forms(gold: str, value: Fraction, exact: bool) -> list[str]:
+def _number_forms(gold: str, value: Fraction) -> list[str]:
     forms = []
     if value.denominator == 1:
         n = int(value)
@@ -74,8 +72,7 @@ def _number_forms(gold: str, value: Fraction, exact: bool) -> list[str]:
             forms.append(f"{n:03d}")  # AIME style
         forms.append(f"{n}.0")
     else:
-        sign = "-" if value < 0 else ""
-        forms.append(f"{sign}\\frac{{{abs(value.numerator)}}}{{{value.denominator}}}")
+        forms.append(_frac(value))
         if _terminates(value.denominator):
             forms.append(_plain(value))
     if re.fullmatch(r"[-+]?[\d.]+[eE][-+]?\d+", gold.strip()):
@@ -111,7 +108,3 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
-
-
-def _top_level_commas(text: str) -> bool:
-    return len(split_top_level(text)) > 1

@@ -149,7 +149,7 @@ def test_default_results_dirs_of_two_checkpoints_never_collide(tmp_path):
 def test_a_sweep_child_gets_the_users_options_with_its_own_model_and_out():
     import typer
 
-    from dhpo_suite.eval.sweep import child_argv
+    from dhpo_suite.eval.cli import child_argv
 
     cmd = typer.main.get_command(app).commands["eval"]
     values = {p.name: p.default for p in cmd.params}

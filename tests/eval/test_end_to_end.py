@@ -4,9 +4,10 @@ import json
 
 import pytest
 
+from dhpo_suite.eval.identity import IdentityMismatch
 from dhpo_suite.eval.metrics import bench_metrics
 from dhpo_suite.eval.prompts import load_template, stop_token_ids
-from dhpo_suite.eval.runner import EvalSettings, SettingsMismatch, evaluate, regrade
+from dhpo_suite.eval.runner import EvalSettings, evaluate, regrade
 from dhpo_suite.runs import eval_results as er
 
 
@@ -61,9 +62,9 @@ def test_existing_results_need_resume_and_same_settings(done, engine, settings):
     out, _ = done
     with pytest.raises(FileExistsError, match="--resume"):
         evaluate(engine, ["arithmetic"], out, settings)
-    with pytest.raises(SettingsMismatch, match="field 'temperature'"):
+    with pytest.raises(IdentityMismatch, match="field 'temperature'"):
         evaluate(engine, ["arithmetic"], out, EvalSettings(**{**settings.__dict__, "temperature": 0.6}), resume=True)
-    with pytest.raises(SettingsMismatch, match="'benches.amc23.template'"):
+    with pytest.raises(IdentityMismatch, match="'benches.amc23.template'"):
         evaluate(engine, ["amc23"], out, EvalSettings(**{**settings.__dict__, "template": "chat"}), resume=True)
 
 
@@ -130,16 +131,16 @@ def test_resume_refuses_another_model_or_other_data_naming_the_field(done, engin
     assert config["model"] == str(engine.model) and len(config["model_fingerprint"]) == 16
     for field, other in (("model", "/models/another/step-000010"), ("model_fingerprint", "0123456789abcdef")):
         er.write_json_atomic(out / er.CONFIG, {**config, field: other})
-        with pytest.raises(SettingsMismatch, match=f"field '{field}': the stored evaluation used '{other}'"):
+        with pytest.raises(IdentityMismatch, match=f"field '{field}': the stored evaluation used '{other}'"):
             evaluate(engine, ["amc23"], out, settings, resume=True)
     er.write_json_atomic(out / er.CONFIG, config)
     data = tmp_path / "data"
     data.mkdir()
     rows = (bench_dir / "amc23.jsonl").read_text().splitlines(keepends=True)
     (data / "amc23.jsonl").write_text(rows[0].replace('"problem": "', '"problem": "Edited. ') + "".join(rows[1:]))
-    with pytest.raises(SettingsMismatch, match="problem '0': field 'prompt'"):
+    with pytest.raises(IdentityMismatch, match="problem '0': field 'prompt'"):
         evaluate(engine, ["amc23"], out, EvalSettings(**{**settings.__dict__, "data_dir": str(data)}), resume=True)
-    with pytest.raises(SettingsMismatch, match="field 'benches.amc23.max_new_tokens'"):
+    with pytest.raises(IdentityMismatch, match="field 'benches.amc23.max_new_tokens'"):
         evaluate(engine, ["amc23"], out, EvalSettings(**{**settings.__dict__, "max_new_tokens": 32}), resume=True)
 
 
