@@ -57,10 +57,6 @@ def old_logprobs(model: PreTrainedModel, rollout: Rollout, chunk_tokens: int, ba
     return torch.cat(parts)
 
 
-def _trim(t: torch.Tensor, width: int) -> torch.Tensor:
-    return t[:, :width]
-
-
 def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
                scheduler: torch.optim.lr_scheduler.LRScheduler, batch: StepBatch, objective: Objective, *,
                epochs: int, mini_batches: int, max_grad_norm: float, chunk_tokens: int, generator: torch.Generator,
@@ -118,8 +114,8 @@ def _forward_backward(model: PreTrainedModel, objective: Objective, batch: StepB
     att = roll.attention_mask[idx, :P + width]
     with forward_context():
         log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens, roll.temperature)
-    old = _trim(batch.old_log_prob[idx], width)
-    out = objective(log_prob, old, batch.advantages[idx], _trim(mask, width), entropy=entropy, **totals)
+    old = batch.old_log_prob[idx, :width]
+    out = objective(log_prob, old, batch.advantages[idx], mask[:, :width], entropy=entropy, **totals)
     out.loss.backward()  # outside autocast (its ops replay the forward's dtypes)
     if telemetry is not None:
         telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:], old_log_prob=old, epoch=epoch)
