@@ -30,7 +30,7 @@ import torch
 from dhpo_suite.runs.records import StepRecord
 from dhpo_suite.runs.telemetry_spec import TelemetrySpec
 from dhpo_suite.train.objectives.output import ObjectiveOutput
-from dhpo_suite.train.telemetry.bins import entropy_coarse_edges, position_edges
+from dhpo_suite.train.telemetry.bins import entropy_coarse_edges, length_edges
 from dhpo_suite.train.telemetry.flags import ClipFlags, clip_flags
 from dhpo_suite.train.telemetry.metrics import TOKEN_METRICS, Tokens
 from dhpo_suite.train.telemetry.select import offer_outliers, offer_samples
@@ -164,8 +164,7 @@ class TelemetryAccumulator:
         self, step: int, grad_norm: float | None = None, lr: float | None = None, extra: dict | None = None
     ) -> StepRecord:
         """The StepRecord of everything added (and merged) so far."""
-        gn = None if grad_norm is None else float(grad_norm)
-        return self.state().to_record(step, grad_norm=gn, lr=lr, decode=self.decode, extra=extra)
+        return self.state().to_record(step, grad_norm=grad_norm, lr=lr, decode=self.decode, extra=extra)
 
     # ---- device-side reductions ----
     def _add(self, kind: str, name: str, value: torch.Tensor) -> None:
@@ -220,7 +219,7 @@ class TelemetryAccumulator:
             if name == "entropy_coarse":
                 edges = entropy_coarse_edges()
             elif name == "position":
-                edges = position_edges(self.spec.max_response_length, self.spec.position_bins)
+                edges = length_edges(self.spec.max_response_length, self.spec.position_bins)
             else:
                 edges = self._state.edges(name)[0]
             self._edges[key] = torch.as_tensor(edges[1:-1], dtype=torch.float64, device=x.device)
