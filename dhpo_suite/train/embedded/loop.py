@@ -169,8 +169,7 @@ def evaluate(t: Trainer) -> float:
 def _extra(timer: StepTimer, facts: StepFacts, cfg: TrainConfig) -> dict[str, float]:
     s = timer.s
     update_tokens = facts.tokens * cfg.ppo_epochs
-    return {"time/rollout_s": s.get("rollout", 0.0), "time/reward_s": s.get("reward", 0.0),
-            "time/update_s": s.get("update", 0.0), "time/telemetry_s": s.get("telemetry", 0.0),
+    return {**{f"time/{phase}_s": s.get(phase, 0.0) for phase in ("rollout", "reward", "update", "telemetry")},
             "throughput/rollout_tok_s": facts.tokens / max(s.get("rollout", 1e-9), 1e-9),
             "throughput/update_tok_s": update_tokens / max(s.get("update", 1e-9), 1e-9),
             "reward/unmarked_share": facts.unmarked_share}

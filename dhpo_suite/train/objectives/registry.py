@@ -275,12 +275,8 @@ class Objective:
         """
         if self.needs_entropy and entropy is None:
             raise ValueError(f"objective {self.name!r} (mixing=entropy) needs the per-token entropy: pass entropy=")
-        agg = dict(
-            dp_size=dp_size,
-            batch_num_tokens=batch_num_tokens,
-            global_batch_size=global_batch_size,
-            loss_scale_factor=loss_scale_factor,
-        )
+        agg = dict(dp_size=dp_size, batch_num_tokens=batch_num_tokens, global_batch_size=global_batch_size,
+                   loss_scale_factor=loss_scale_factor)
         x = prepare_inputs(log_prob, old_log_prob, advantages, response_mask, entropy, agg)
         return self.fn(x, **self.hparams)
 
