@@ -48,11 +48,9 @@ def old_logprobs(model: PreTrainedModel, rollout: Rollout, chunk_tokens: int, ba
     rollout's sampling temperature: the sampler's own log-probs."""
     was_training = model.training
     model.eval()
-    parts = []
-    for s in range(0, rollout.input_ids.shape[0], batch):
-        lp, _ = response_logprobs(model, rollout.input_ids[s:s + batch], rollout.attention_mask[s:s + batch],
-                                  rollout.prompt_len, chunk_tokens, rollout.temperature)
-        parts.append(lp)
+    parts = [response_logprobs(model, rollout.input_ids[s:s + batch], rollout.attention_mask[s:s + batch],
+                               rollout.prompt_len, chunk_tokens, rollout.temperature)[0]
+             for s in range(0, rollout.input_ids.shape[0], batch)]
     model.train(was_training)
     return torch.cat(parts)
 
