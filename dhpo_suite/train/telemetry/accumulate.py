@@ -34,11 +34,10 @@ from dhpo_suite.train.telemetry.bins import entropy_coarse_edges, length_edges
 from dhpo_suite.train.telemetry.flags import ClipFlags, clip_flags
 from dhpo_suite.train.telemetry.metrics import TOKEN_METRICS, Tokens
 from dhpo_suite.train.telemetry.select import offer_outliers, offer_samples
-from dhpo_suite.train.telemetry.state import Decode, TelemetryState
+from dhpo_suite.train.telemetry.state import SIGNS, Decode, TelemetryState
 
 __all__ = ["TelemetryAccumulator", "reduce_across_ranks", "token_decoder"]
 
-_SIGN_NAMES = ("pos", "neg", "zero")
 Gather = Callable[[torch.Tensor], torch.Tensor]
 """A (B, T) tensor -> its valid tokens as a 1-D tensor (one index_select)."""
 ENTROPY_LOW = 0.01  # nats: the "collapsed token" threshold of entropy/frac_below_0.01
@@ -237,7 +236,7 @@ class TelemetryAccumulator:
             idx, n = self._bins(f"log_ratio/{b}/pos", v(br.ratio).double().clamp_min(1e-300).log())
             token_idx = (idx, n) if b == "token" else token_idx
             counts = torch.bincount(sign * n + idx, minlength=3 * n)
-            for s, sname in enumerate(_SIGN_NAMES):  # one pass for the three advantage signs
+            for s, sname in enumerate(SIGNS):  # one pass for the three advantage signs
                 self._add("h", f"log_ratio/{b}/{sname}", counts[s * n : (s + 1) * n])
         if out.mix_weight is not None:
             self._hist("w", *self._bins("w", v(out.mix_weight)))
