@@ -120,7 +120,7 @@ def _fail(message: str) -> NoReturn:
 
 def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str]) -> None:
     from dhpo_suite.models.local import ModelDirError
-    from dhpo_suite.train.embedded import ConfigError, train
+    from dhpo_suite.train.embedded import train
 
     console = Console(stderr=True)
     try:

@@ -75,10 +75,6 @@ class Sweep:
         return [Cell(algo, clip, s) for s in self.seeds for algo in self.algos
                 for clip in (self.clips if algo.startswith("dhpo") and self.clips else (None,))]
 
-    def to_json(self) -> dict:
-        return {"version": SWEEP_VERSION, **{k: list(v) if isinstance(v, tuple) else v
-                                             for k, v in asdict(self).items()}}
-
 
 def default_workers() -> int:
     """One process per available core (each runs one torch thread)."""
@@ -119,7 +115,7 @@ def load_or_create(out: Path, requested: Sweep | None, prereg: bytes | None = No
         (out / "prereg.json.tmp").write_bytes(prereg)
         (out / "prereg.json.tmp").replace(out / "prereg.json")
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(requested.to_json(), indent=1))
+    tmp.write_text(json.dumps({"version": SWEEP_VERSION, **asdict(requested)}, indent=1))  # tuples as JSON lists
     tmp.replace(path)  # atomic: a killed start leaves no half-written sweep file
     return requested
 

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
     ModelLoader = Callable[[Path], tuple[PreTrainedModel, PreTrainedTokenizerBase]]
 
-__all__ = ["TRAINER_STATE", "CheckpointError", "Restored", "complete_checkpoints", "load_trainer_state",
-           "read_trainer_state", "restore_latest", "save_checkpoint"]
+__all__ = ["TRAINER_STATE", "CheckpointError", "Restored", "load_trainer_state", "read_trainer_state",
+           "restore_latest", "save_checkpoint"]
 
 TRAINER_STATE = "trainer_state.pt"
 _STATE_KEYS = ("step", "optimizer", "scheduler", "generator", "torch_rng", "python_rng")
@@ -50,11 +50,6 @@ def save_checkpoint(writer: RunWriter, step: int, model: PreTrainedModel, tokeni
     tmp.replace(path / TRAINER_STATE)
     writer.checkpoint_complete(step)
     return path
-
-
-def complete_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
-    """(step, path) of every complete checkpoint, newest first."""
-    return sorted(RunReader(run_dir).checkpoints().items(), reverse=True)
 
 
 def read_trainer_state(path: Path) -> dict[str, Any]:
@@ -103,8 +98,7 @@ def restore_latest(run_dir: Path, load_model: ModelLoader, warn: Callable[[str],
     when it has some and none loads (starting over would overwrite the recorded steps). `checkpoints`: the run's
     complete checkpoints {step: path} when the caller has read them already (start.open_run).
     """
-    found = (sorted(checkpoints.items(), reverse=True) if checkpoints is not None
-             else complete_checkpoints(run_dir))
+    found = sorted((RunReader(run_dir).checkpoints() if checkpoints is None else checkpoints).items(), reverse=True)
     reasons = []
     for step, path in found:
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Iterator
+from typing import ContextManager
 
 import torch
 
@@ -27,14 +27,11 @@ class Compute:
     device: torch.device
     precision: str  # "fp32" or "bf16"
 
-    @contextlib.contextmanager
-    def autocast(self) -> Iterator[None]:
+    def autocast(self) -> ContextManager[None]:
         """The context the forward passes run in: bf16 autocast, or nothing for fp32."""
         if self.precision == "bf16":
-            with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16):
-                yield
-        else:
-            yield
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     def describe(self) -> str:
         return f"{self.device} ({'bf16 autocast, fp32 weights' if self.precision == 'bf16' else 'fp32'})"

@@ -16,14 +16,16 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 
 from dhpo_suite.grading import GraderPool
 from dhpo_suite.runs.writer import RunWriter
 from dhpo_suite.tracking.live import open_live
+from dhpo_suite.tasks import get_task
 from dhpo_suite.train.embedded import run_setup
+from dhpo_suite.train.embedded.checkpoint import save_checkpoint
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward, unmarked_share
 from dhpo_suite.train.embedded.rollout import encode_prompts, sample
@@ -32,9 +34,6 @@ from dhpo_suite.train.embedded.trainer import StepTimer, Trainer, TrainResult
 from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
 from dhpo_suite.train.objectives import ObjectiveOutput, group_advantages
 from dhpo_suite.train.telemetry import TelemetryAccumulator, token_decoder
-
-if TYPE_CHECKING:
-    from dhpo_suite.runs.records import StepRecord
 
 __all__ = ["ConfigError", "StepFacts", "TrainResult", "step_prompts", "train", "train_step"]
 
@@ -67,14 +66,16 @@ def _train(start: Start, log: Callable[[str], None], show_progress: bool, t_star
         log(f"warning: --threads {cfg.threads} did not take: torch keeps {torch.get_num_threads()} thread(s) in "
             f"this process (was vLLM run in it? its CPU worker pins torch's threads); timings will differ")
     with GraderPool(workers=cfg.grader_workers, timeout=10.0) as pool:
-        base_dir = run_setup.model_dir(cfg, pool, log)  # "tiny": its warm start runs here (once per seed, cached)
+        # The starting model: "tiny" is warm-started here (once per recipe and seed, then cached).
+        task = get_task(cfg.task)
+        base_dir = run_setup.resolve_model_dir(cfg, task, run_setup.sft_accuracy_fn(cfg, task, pool), log)
         t = run_setup.build(cfg, base_dir, pool, log, last)
         acc, timer = TelemetryAccumulator(t.spec, decode=token_decoder(t.tokenizer)), StepTimer()
         initial = evaluate(t) if t.start_step == 1 else start.initial
         final = initial if initial is not None else float("nan")
         log(f"run directory: {run_dir}   (watch it: dhpo-suite dashboard {run_dir.parent})")
         with RunWriter(run_dir, t.manifest, resume=cfg.resume) as writer, \
-                run_setup.progress_bar(show_progress, cfg.steps, t.start_step - 1) as bar, \
+                run_setup.progress_bar(show_progress, cfg.steps, t.start_step - 1) as advance, \
                 open_live(run_dir, writer.manifest, cfg.logger, warn=log) as mirrors:  # --logger: TensorBoard, W&B
             for step in range(t.start_step, cfg.steps + 1):
                 timer.reset()
@@ -85,12 +86,13 @@ def _train(start: Start, log: Callable[[str], None], show_progress: bool, t_star
                     extra["eval/heldout_reward_initial"] = initial
                 if step == cfg.steps or (cfg.eval_every and step % cfg.eval_every == 0):
                     final = extra["eval/heldout_reward"] = evaluate(t)
-                record = _record(acc, step, facts, extra, cfg.group_size)
+                record = acc.to_record(step, grad_norm=facts.grad_norm, lr=facts.lr, extra=extra)
+                record.attach_prompts(facts.prompts, facts.golds, cfg.group_size)  # what the kept responses answered
                 writer.write_step(record)
                 mirrors.submit(record)  # a queue put: the mirrors run on their own thread
                 if step % cfg.checkpoint_every == 0 or step == cfg.steps:
-                    run_setup.checkpoint(writer, t, step)
-                bar.advance(step, facts.reward, final)
+                    save_checkpoint(writer, step, t.model, t.tokenizer, t.optimizer, t.scheduler, t.generator)
+                advance(step, facts.reward, final)
     wall = time.perf_counter() - t_start
     log(f"done: {cfg.steps} steps in {wall:.0f} s; held-out reward {fmt_reward(initial)} -> {fmt_reward(final)}")
     log(f"open the dashboard: dhpo-suite dashboard {run_dir.parent}")
@@ -167,16 +169,7 @@ def evaluate(t: Trainer) -> float:
 def _extra(timer: StepTimer, facts: StepFacts, cfg: TrainConfig) -> dict[str, float]:
     s = timer.s
     update_tokens = facts.tokens * cfg.ppo_epochs
-    return {"time/rollout_s": s.get("rollout", 0.0), "time/reward_s": s.get("reward", 0.0),
-            "time/update_s": s.get("update", 0.0), "time/telemetry_s": s.get("telemetry", 0.0),
+    return {**{f"time/{phase}_s": s.get(phase, 0.0) for phase in ("rollout", "reward", "update", "telemetry")},
             "throughput/rollout_tok_s": facts.tokens / max(s.get("rollout", 1e-9), 1e-9),
             "throughput/update_tok_s": update_tokens / max(s.get("update", 1e-9), 1e-9),
             "reward/unmarked_share": facts.unmarked_share}
-
-
-def _record(acc: TelemetryAccumulator, step: int, facts: StepFacts, extra: dict[str, float],
-            group_size: int) -> StepRecord:
-    record = acc.to_record(step, grad_norm=facts.grad_norm, lr=facts.lr, extra=extra)
-    record.attach_prompts(facts.prompts, facts.golds, group_size)  # what the kept responses answered
-    return record
-

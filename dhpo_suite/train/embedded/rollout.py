@@ -98,8 +98,7 @@ def sample(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompts: 
     resp = seqs[:, P:]
     is_eos = resp == eos
     # tokens up to and including the first eos are the response; generate pads the rest.
-    before_eos = (is_eos.long().cumsum(-1) - is_eos.long()) == 0
-    response_mask = before_eos
+    response_mask = (is_eos.long().cumsum(-1) - is_eos.long()) == 0
     lengths = response_mask.sum(-1)
     truncated = ~is_eos.any(-1)
     full_mask = torch.cat([mask, response_mask.long()], dim=-1)

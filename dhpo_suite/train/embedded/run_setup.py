@@ -1,11 +1,11 @@
-"""What a run trains with: the starting model (the tiny model's warm start), the checkpoint to continue
-from, the optimizer, and the small pieces around the loop (progress bar, checkpoint call). Where the run starts
-(new, resume or done) is start.py; the loop itself is loop.py."""
+"""What a run trains with: the starting model (the tiny model's warm start), the checkpoint to continue from, the
+optimizer, and the loop's progress bar. Where the run starts (new, resume or done) is start.py; the loop is loop.py."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,10 +14,9 @@ from dhpo_suite.models import local, smollm2
 from dhpo_suite.models.local import load_model
 from dhpo_suite.runs.manifest import SHARED_HPARAMS, Manifest, run_hparams
 from dhpo_suite.runs.telemetry_spec import TelemetrySpec
-from dhpo_suite.runs.writer import RunWriter
 from dhpo_suite.tasks import Task, get_task
 from dhpo_suite.train.embedded import checkpoint as ckpt
-from dhpo_suite.train.embedded.checkpoint import Restored, save_checkpoint
+from dhpo_suite.train.embedded.checkpoint import Restored
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig, cache_dir
 from dhpo_suite.train.embedded.reward import heldout_reward
 from dhpo_suite.train.embedded.sft import warm_started_tiny_model
@@ -32,8 +31,7 @@ if TYPE_CHECKING:  # annotations only: transformers and the grader pool are load
 
     AccuracyFn = Callable[[PreTrainedModel, PreTrainedTokenizerBase], float]
 
-__all__ = ["build", "checkpoint", "model_dir", "progress_bar", "resolve_model_dir", "restore", "sft_accuracy_fn",
-           "sft_stop_test"]
+__all__ = ["build", "progress_bar", "resolve_model_dir", "restore", "sft_accuracy_fn", "sft_stop_test"]
 
 
 def resolve_model_dir(cfg: TrainConfig, task: Task, accuracy_fn: AccuracyFn, log: Callable[[str], None]) -> Path:
@@ -48,10 +46,6 @@ def resolve_model_dir(cfg: TrainConfig, task: Task, accuracy_fn: AccuracyFn, log
         return local.check_model_dir(cfg.model)
     except local.ModelDirError as e:
         raise ConfigError("model", str(e)) from None
-
-
-def _lr_lambda(warmup_steps: int) -> Callable[[int], float]:
-    return lambda s: min(1.0, (s + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
 
 
 def sft_stop_test(cfg: TrainConfig, task: Task) -> dict[str, Any]:
@@ -82,13 +76,6 @@ def restore(start: Start, log: Callable[[str], None]) -> Restored | None:
         raise ConfigError("resume", str(e)) from None
 
 
-def model_dir(cfg: TrainConfig, pool: GraderPool, log: Callable[[str], None]) -> Path:
-    """The starting model's directory: the tiny model's warm start (trained once per recipe and seed, then
-    cached), SmolLM2's converted GGUF, or the directory given."""
-    task = get_task(cfg.task)
-    return resolve_model_dir(cfg, task, sft_accuracy_fn(cfg, task, pool), log)
-
-
 def build(cfg: TrainConfig, base_dir: Path, pool: GraderPool, log: Callable[[str], None],
           last: Restored | None = None) -> Trainer:
     """The Trainer: model (from `base_dir`, or `last`), tokenizer, objective, optimizer, problems, the run's
@@ -103,7 +90,8 @@ def build(cfg: TrainConfig, base_dir: Path, pool: GraderPool, log: Callable[[str
     log(f"device: {compute.describe()}")
     torch.manual_seed(cfg.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.warmup_steps))
+    warmup = cfg.warmup_steps  # linear warm-up over `warmup` RL steps, then constant (factor 1 at warmup 0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / (warmup + 1)))
     generator = torch.Generator().manual_seed(cfg.seed)
     start = 1
     if last:
@@ -120,29 +108,14 @@ def build(cfg: TrainConfig, base_dir: Path, pool: GraderPool, log: Callable[[str
                    max_new_tokens=max_new, start_step=start, manifest=manifest, spec=spec, compute=compute)
 
 
-def checkpoint(writer: RunWriter, t: Trainer, step: int) -> Path:
-    """Save step `step`'s model, tokenizer and trainer state (checkpoint.save_checkpoint)."""
-    return save_checkpoint(writer, step, t.model, t.tokenizer, t.optimizer, t.scheduler, t.generator)
-
-
-class progress_bar:
-    """A rich progress bar over steps showing the step reward and the latest held-out reward."""
-
-    def __init__(self, enabled: bool, total: int, done: int) -> None:
-        self.enabled, self.total, self.done = enabled, total, done
-
-    def __enter__(self) -> "progress_bar":
-        if self.enabled:
-            self._p = Progress(TextColumn("[bold]RL[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                               TextColumn("{task.fields[info]}"))
-            self._p.__enter__()
-            self._task = self._p.add_task("steps", total=self.total, completed=self.done, info="")
-        return self
-
-    def advance(self, step: int, reward: float, heldout: float) -> None:
-        if self.enabled:
-            self._p.update(self._task, completed=step, info=f"reward {reward:.2f}  held-out {heldout:.2f}")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.enabled:
-            self._p.__exit__(*exc)
+@contextmanager
+def progress_bar(enabled: bool, total: int, done: int) -> Iterator[Callable[[int, float, float], None]]:
+    """A rich progress bar over steps; yields advance(step, step reward, latest held-out reward)."""
+    if not enabled:
+        yield lambda step, reward, heldout: None
+        return
+    with Progress(TextColumn("[bold]RL[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[info]}")) as p:
+        task = p.add_task("steps", total=total, completed=done, info="")
+        yield lambda step, reward, heldout: p.update(task, completed=step,
+                                                     info=f"reward {reward:.2f}  held-out {heldout:.2f}")

@@ -48,17 +48,11 @@ def old_logprobs(model: PreTrainedModel, rollout: Rollout, chunk_tokens: int, ba
     rollout's sampling temperature: the sampler's own log-probs."""
     was_training = model.training
     model.eval()
-    parts = []
-    for s in range(0, rollout.input_ids.shape[0], batch):
-        lp, _ = response_logprobs(model, rollout.input_ids[s:s + batch], rollout.attention_mask[s:s + batch],
-                                  rollout.prompt_len, chunk_tokens, rollout.temperature)
-        parts.append(lp)
+    parts = [response_logprobs(model, rollout.input_ids[s:s + batch], rollout.attention_mask[s:s + batch],
+                               rollout.prompt_len, chunk_tokens, rollout.temperature)[0]
+             for s in range(0, rollout.input_ids.shape[0], batch)]
     model.train(was_training)
     return torch.cat(parts)
-
-
-def _trim(t: torch.Tensor, width: int) -> torch.Tensor:
-    return t[:, :width]
 
 
 def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
@@ -118,8 +112,8 @@ def _forward_backward(model: PreTrainedModel, objective: Objective, batch: StepB
     att = roll.attention_mask[idx, :P + width]
     with forward_context():
         log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens, roll.temperature)
-    old = _trim(batch.old_log_prob[idx], width)
-    out = objective(log_prob, old, batch.advantages[idx], _trim(mask, width), entropy=entropy, **totals)
+    old = batch.old_log_prob[idx, :width]
+    out = objective(log_prob, old, batch.advantages[idx], mask[:, :width], entropy=entropy, **totals)
     out.loss.backward()  # outside autocast (its ops replay the forward's dtypes)
     if telemetry is not None:
         telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:], old_log_prob=old, epoch=epoch)

@@ -11,14 +11,5 @@ from dhpo_suite.train.objectives.registry import Objective, get_objective, objec
 
 OBJECTIVES: tuple[str, ...] = objective_names()
 
-__all__ = [
-    "AGG_MODES",
-    "OBJECTIVES",
-    "PAPER_AGG_MODE",
-    "Branch",
-    "Objective",
-    "ObjectiveOutput",
-    "aggregate",
-    "get_objective",
-    "group_advantages",
-]
+__all__ = ["AGG_MODES", "OBJECTIVES", "PAPER_AGG_MODE", "Branch", "Objective", "ObjectiveOutput", "aggregate",
+           "get_objective", "group_advantages"]

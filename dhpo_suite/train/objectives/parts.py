@@ -8,15 +8,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = [
-    "LOG_RATIO_CLAMP",
-    "SEQ_LOG_RATIO_MAX",
-    "token_log_ratio",
-    "sequence_log_ratio",
-    "sg_sequence_ratio",
-    "entropy_weight",
-    "clipped_surrogate",
-]
+__all__ = ["LOG_RATIO_CLAMP", "SEQ_LOG_RATIO_MAX", "token_log_ratio", "sequence_log_ratio", "sg_sequence_ratio",
+           "entropy_weight", "clipped_surrogate"]
 
 LOG_RATIO_CLAMP = 20.0  # verl clamps log(π/π_old) to ±20 before exp (vanilla, cispo, sapo)
 SEQ_LOG_RATIO_MAX = 10.0  # verl clamps the GSPO log sequence ratio from above at 10

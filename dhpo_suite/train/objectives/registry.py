@@ -112,8 +112,7 @@ def _base(name: str) -> tuple[str, dict[str, Any]]:
 
 @functools.lru_cache(maxsize=None)
 def _params(base: str) -> dict[str, inspect.Parameter]:
-    fn = _REGISTRY[base]
-    return {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY}
+    return {p.name: p for p in inspect.signature(_REGISTRY[base]).parameters.values() if p.kind is p.KEYWORD_ONLY}
 
 
 @functools.lru_cache(maxsize=None)
@@ -205,8 +204,7 @@ def resolve_hparams(name: str, given: Mapping[str, Any] | None = None) -> dict[s
 
 def parse_hparam(name: str, key: str, text: str) -> Any:
     """A setting given as text (`--hp eps_low=0.1`) as the value its annotation asks for; ValueError names it."""
-    base = _base(name)[0]
-    tps = _types(base)
+    tps = _types(_base(name)[0])
     if key not in tps:
         raise HparamError(name, key, f"objective {name!r} has no hyper-parameter {key!r}; it takes: {', '.join(tps)}")
     tp = tps[key]
@@ -275,12 +273,8 @@ class Objective:
         """
         if self.needs_entropy and entropy is None:
             raise ValueError(f"objective {self.name!r} (mixing=entropy) needs the per-token entropy: pass entropy=")
-        agg = dict(
-            dp_size=dp_size,
-            batch_num_tokens=batch_num_tokens,
-            global_batch_size=global_batch_size,
-            loss_scale_factor=loss_scale_factor,
-        )
+        agg = dict(dp_size=dp_size, batch_num_tokens=batch_num_tokens, global_batch_size=global_batch_size,
+                   loss_scale_factor=loss_scale_factor)
         x = prepare_inputs(log_prob, old_log_prob, advantages, response_mask, entropy, agg)
         return self.fn(x, **self.hparams)
 

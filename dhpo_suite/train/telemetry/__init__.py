@@ -17,14 +17,5 @@ from dhpo_suite.train.telemetry.flags import ClipFlags, clip_flags
 from dhpo_suite.train.telemetry.metrics import response_metric, token_metric
 from dhpo_suite.train.telemetry.state import Decode, TelemetryState
 
-__all__ = [
-    "ClipFlags",
-    "Decode",
-    "TelemetryAccumulator",
-    "TelemetryState",
-    "clip_flags",
-    "reduce_across_ranks",
-    "response_metric",
-    "token_decoder",
-    "token_metric",
-]
+__all__ = ["ClipFlags", "Decode", "TelemetryAccumulator", "TelemetryState", "clip_flags", "reduce_across_ranks",
+           "response_metric", "token_decoder", "token_metric"]

@@ -30,15 +30,14 @@ import torch
 from dhpo_suite.runs.records import StepRecord
 from dhpo_suite.runs.telemetry_spec import TelemetrySpec
 from dhpo_suite.train.objectives.output import ObjectiveOutput
-from dhpo_suite.train.telemetry.bins import entropy_coarse_edges, position_edges
+from dhpo_suite.train.telemetry.bins import entropy_coarse_edges, length_edges
 from dhpo_suite.train.telemetry.flags import ClipFlags, clip_flags
 from dhpo_suite.train.telemetry.metrics import TOKEN_METRICS, Tokens
 from dhpo_suite.train.telemetry.select import offer_outliers, offer_samples
-from dhpo_suite.train.telemetry.state import Decode, TelemetryState
+from dhpo_suite.train.telemetry.state import SIGNS, Decode, TelemetryState
 
 __all__ = ["TelemetryAccumulator", "reduce_across_ranks", "token_decoder"]
 
-_SIGN_NAMES = ("pos", "neg", "zero")
 Gather = Callable[[torch.Tensor], torch.Tensor]
 """A (B, T) tensor -> its valid tokens as a 1-D tensor (one index_select)."""
 ENTROPY_LOW = 0.01  # nats: the "collapsed token" threshold of entropy/frac_below_0.01
@@ -164,8 +163,7 @@ class TelemetryAccumulator:
         self, step: int, grad_norm: float | None = None, lr: float | None = None, extra: dict | None = None
     ) -> StepRecord:
         """The StepRecord of everything added (and merged) so far."""
-        gn = None if grad_norm is None else float(grad_norm)
-        return self.state().to_record(step, grad_norm=gn, lr=lr, decode=self.decode, extra=extra)
+        return self.state().to_record(step, grad_norm=grad_norm, lr=lr, decode=self.decode, extra=extra)
 
     # ---- device-side reductions ----
     def _add(self, kind: str, name: str, value: torch.Tensor) -> None:
@@ -220,7 +218,7 @@ class TelemetryAccumulator:
             if name == "entropy_coarse":
                 edges = entropy_coarse_edges()
             elif name == "position":
-                edges = position_edges(self.spec.max_response_length, self.spec.position_bins)
+                edges = length_edges(self.spec.max_response_length, self.spec.position_bins)
             else:
                 edges = self._state.edges(name)[0]
             self._edges[key] = torch.as_tensor(edges[1:-1], dtype=torch.float64, device=x.device)
@@ -238,7 +236,7 @@ class TelemetryAccumulator:
             idx, n = self._bins(f"log_ratio/{b}/pos", v(br.ratio).double().clamp_min(1e-300).log())
             token_idx = (idx, n) if b == "token" else token_idx
             counts = torch.bincount(sign * n + idx, minlength=3 * n)
-            for s, sname in enumerate(_SIGN_NAMES):  # one pass for the three advantage signs
+            for s, sname in enumerate(SIGNS):  # one pass for the three advantage signs
                 self._add("h", f"log_ratio/{b}/{sname}", counts[s * n : (s + 1) * n])
         if out.mix_weight is not None:
             self._hist("w", *self._bins("w", v(out.mix_weight)))

@@ -16,16 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "entropy_edges",
-    "entropy_coarse_edges",
-    "weight_edges",
-    "log_ratio_edges",
-    "position_edges",
-    "length_edges",
-    "hist_quantile",
-    "DEFAULT_BOUNDS",
-]
+__all__ = ["entropy_edges", "entropy_coarse_edges", "weight_edges", "log_ratio_edges", "length_edges", "hist_quantile",
+           "DEFAULT_BOUNDS"]
 
 DEFAULT_BOUNDS = (0.8, 1.28)
 """Ratio-space bounds used to lay out log-ratio bins for a branch without a trust region."""
@@ -46,11 +38,8 @@ def weight_edges(n: int = 500) -> np.ndarray:
     return np.linspace(0.0, 1.0, n + 1)
 
 
-def position_edges(max_len: int, n: int = 64) -> np.ndarray:
-    return np.linspace(0.0, float(max_len), n + 1)
-
-
 def length_edges(max_len: int, n: int = 64) -> np.ndarray:
+    """n uniform bins on [0, max_len] tokens: response lengths and token positions."""
     return np.linspace(0.0, float(max_len), n + 1)
 
 
@@ -59,14 +48,11 @@ def log_ratio_edges(
 ) -> np.ndarray:
     """Log-ratio bin edges containing log(low) and log(high) exactly (low/high in ratio space).
 
-    A missing side (low <= 0 or None, high inf or None) mirrors the other bound; no region at all uses
-    DEFAULT_BOUNDS.
+    A missing side (low <= 0 or None, high inf or None) mirrors the other bound; no bound at all: DEFAULT_BOUNDS.
 
     Inside the trust region: `n_inside` uniform bins. Outside: the k-th edge sits at distance
     d_k = geomspace(width_inside, 20, n_outside) from the bound, so resolution is finest near the clip.
     """
-    if low is None and high is None:
-        low, high = DEFAULT_BOUNDS
     # One-sided regions (CISPO's ε_low=1 gives low=0; high may be inf): mirror the finite bound.
     lo = float(np.log(low)) if low is not None and low > 0 else None
     hi = float(np.log(high)) if high is not None and np.isfinite(high) else None

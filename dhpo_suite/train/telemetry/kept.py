@@ -28,10 +28,9 @@ __all__ = ["kept_share"]
 
 def _binding(br: Branch) -> torch.Tensor | None:
     """Where this branch's clip removes gradient (either side); None for a branch the objective does not clip."""
-    if br.clip_low is None and br.clip_high is None:
-        return None
-    flags = [f for f in (br.clip_low, br.clip_high) if f is not None]
-    return flags[0] if len(flags) == 1 else flags[0] | flags[1]
+    if br.clip_low is None or br.clip_high is None:
+        return br.clip_high if br.clip_low is None else br.clip_low
+    return br.clip_low | br.clip_high
 
 
 def _inside(br: Branch) -> torch.Tensor:

@@ -64,9 +64,10 @@ def build_scalars(st: "MergedState") -> dict[str, float]:
             if binding:  # absent when no token binds (nothing to say what it kept)
                 out[f"clip/{b}/binding_kept"] = s.get(f"kept/{b}", 0.0) / binding
     if c.get("entropy_tokens", 0):
-        out.update(_entropy(st))
+        out.update(_mean_and_percentiles(st, "entropy", (10, 50, 90, 99), log=True))
+        out["entropy/frac_below_0.01"] = c.get("entropy_below_0.01", 0) / c["entropy_tokens"]
     if c.get("w_tokens", 0):
-        out.update(_weight(st))
+        out.update(_mean_and_percentiles(st, "w", (10, 25, 50, 75, 90)))
     if st.responses:
         out.update(_rollout(st))
     return out
@@ -87,23 +88,11 @@ def _advantage(st: "MergedState", n: int) -> dict[str, float]:
     }
 
 
-def _entropy(st: "MergedState") -> dict[str, float]:
-    n = st.counts["entropy_tokens"]
-    edges, _ = st.edges("entropy")
-    h = st.hists["entropy"]
-    out = {"entropy/mean": st.sums.get("entropy", 0.0) / n}
-    for q in (10, 50, 90, 99):
-        out[f"entropy/p{q}"] = hist_quantile(edges, h, q / 100, log=True)
-    out["entropy/frac_below_0.01"] = st.counts.get("entropy_below_0.01", 0) / n
-    return out
-
-
-def _weight(st: "MergedState") -> dict[str, float]:
-    n = st.counts["w_tokens"]
-    edges, _ = st.edges("w")
-    out = {"w/mean": st.sums.get("w", 0.0) / n}
-    for q in (10, 25, 50, 75, 90):
-        out[f"w/p{q}"] = hist_quantile(edges, st.hists["w"], q / 100)
+def _mean_and_percentiles(st: "MergedState", name: str, qs: tuple[int, ...], log: bool = False) -> dict[str, float]:
+    """{name}/mean over the `{name}_tokens` counted, and {name}/p{q} from the histogram `name`."""
+    edges, _ = st.edges(name)
+    out = {f"{name}/mean": st.sums.get(name, 0.0) / st.counts[f"{name}_tokens"]}
+    out.update({f"{name}/p{q}": hist_quantile(edges, st.hists[name], q / 100, log=log) for q in qs})
     return out
 
 

@@ -155,15 +155,9 @@ def offer_samples(
     ends = (m.long().cumsum(-1).argmax(-1) + 1).cpu().tolist()
     first = m.long().argmax(-1)
     adv = out.advantages[idx].gather(1, first[:, None])[:, 0].double().cpu().tolist()
-    arrays = {
-        "log_prob": log_prob,
-        "old_log_prob": old_log_prob,
-        "entropy": out.entropy,
-        "w": out.mix_weight,
-        "token_ratio": out.branches["token"].ratio if "token" in out.branches else None,
-        "seq_ratio": out.branches["sequence"].ratio if "sequence" in out.branches else None,
-        "mixed_ratio": out.branches["mixed"].ratio if "mixed" in out.branches else None,
-    }
+    arrays = {"log_prob": log_prob, "old_log_prob": old_log_prob, "entropy": out.entropy, "w": out.mix_weight}
+    for b, key in (("token", "token_ratio"), ("sequence", "seq_ratio"), ("mixed", "mixed_ratio")):
+        arrays[key] = out.branches[b].ratio if b in out.branches else None
     host = {k: None if v is None else v[idx].float().cpu() for k, v in arrays.items()}
     for b in ("token", "sequence", "mixed"):
         host[f"clip_{b}"] = clip_codes(flags[b])[idx].cpu() if b in flags else None

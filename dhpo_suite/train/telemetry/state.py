@@ -18,20 +18,14 @@ import numpy as np
 from dhpo_suite.runs.records import StepRecord, trust_region
 from dhpo_suite.runs.telemetry_spec import TelemetrySpec
 
-from .bins import (
-    entropy_coarse_edges,
-    entropy_edges,
-    length_edges,
-    log_ratio_edges,
-    position_edges,
-    weight_edges,
-)
+from .bins import entropy_coarse_edges, entropy_edges, length_edges, log_ratio_edges, weight_edges
 from .record import Decode, build_distributions, build_outlier_responses, build_outliers, build_samples, build_scalars
 
 __all__ = ["TelemetryState", "Decode", "outlier_order", "sample_key", "SIGNS"]
 
 SIGNS = ("pos", "neg", "zero")
 RESPONSE_FIELDS = ("response_id", "reward", "length", "truncated", "correct", "group_id")
+_JSON_FIELDS = ("bounds", "counts", "sums", "mins", "maxs", "outliers")  # serialised as they are
 _MASK64 = (1 << 64) - 1
 
 
@@ -79,7 +73,7 @@ class TelemetryState:
         if name == "length":
             return length_edges(s.max_response_length, s.length_bins), None
         if name == "entropy_x_position":
-            return entropy_coarse_edges(), position_edges(s.max_response_length, s.position_bins)
+            return entropy_coarse_edges(), length_edges(s.max_response_length, s.position_bins)
         if name == "entropy_x_log_ratio":
             return entropy_coarse_edges(), self.edges("log_ratio/token/pos")[0]
         raise KeyError(f"unknown histogram {name!r}")
@@ -102,13 +96,10 @@ class TelemetryState:
         self.maxs[name] = max(self.maxs.get(name, -np.inf), float(hi))
 
     def add_hist(self, name: str, counts: np.ndarray) -> None:
-        counts = np.asarray(counts, dtype=np.int64)
-        if name in self.hists:
-            if self.hists[name].shape != counts.shape:
-                raise ValueError(f"histogram {name!r}: shape {counts.shape} != {self.hists[name].shape}")
-            self.hists[name] = self.hists[name] + counts
-        else:
-            self.hists[name] = counts.copy()
+        counts, old = np.asarray(counts, dtype=np.int64), self.hists.get(name)
+        if old is not None and old.shape != counts.shape:
+            raise ValueError(f"histogram {name!r}: shape {counts.shape} != {old.shape}")
+        self.hists[name] = counts.copy() if old is None else old + counts
 
     def add_responses(self, **cols: np.ndarray) -> None:
         if set(cols) != set(RESPONSE_FIELDS):
@@ -200,17 +191,8 @@ class TelemetryState:
     # ---- serialisation (per-rank partials) ----
     def to_bytes(self) -> bytes:
         """A self-contained .npz blob (no pickle): arrays for histograms/responses, JSON for the rest."""
-        header = {
-            "spec": self.spec.to_dict(),
-            "bounds": self.bounds,
-            "counts": self.counts,
-            "sums": self.sums,
-            "mins": self.mins,
-            "maxs": self.maxs,
-            "outliers": self.outliers,
-            "samples": list(self.samples.values()),
-            "outlier_samples": list(self.outlier_samples.values()),
-        }
+        header = {"spec": self.spec.to_dict(), **{k: getattr(self, k) for k in _JSON_FIELDS},
+                  "samples": list(self.samples.values()), "outlier_samples": list(self.outlier_samples.values())}
         arrays = {f"h:{k}": v for k, v in self.hists.items()}
         arrays.update({f"r:{k}": v for k, v in self.responses.items()})
         arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
@@ -227,14 +209,9 @@ class TelemetryState:
             raise ValueError(f"not a serialised TelemetryState: {e}") from None
         return cls(
             spec=TelemetrySpec.from_dict(h["spec"]),
-            bounds=h["bounds"],
-            counts=h["counts"],
-            sums=h["sums"],
-            mins=h["mins"],
-            maxs=h["maxs"],
+            **{k: h[k] for k in _JSON_FIELDS},
             hists={k[2:]: z[k] for k in z.files if k.startswith("h:")},
             responses={k[2:]: z[k] for k in z.files if k.startswith("r:")},
-            outliers=h["outliers"],
             samples={int(c["response_id"]): c for c in h["samples"]},
             outlier_samples={f"{c['response_id']}:{c['epoch']}": c for c in h.get("outlier_samples", [])},
         )
