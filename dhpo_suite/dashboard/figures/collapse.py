@@ -85,8 +85,8 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
 def _mark_onsets(fig: go.Figure, rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -> None:
     """The verdict's steps, on the chart: the entropy onset on the entropy row and the length onset on the
     length row (dotted, labelled; unless it is the run's step), and the run's collapse (both have collapsed)
-    across every row (dashed). An
-    entropy-only collapse ("entropy collapsed at step s; length held") is thus marked, at s, on its row."""
+    across every row (dashed). An entropy-only collapse ("entropy collapsed at step s; length held") is thus
+    marked, at s, on its row."""
     row_of = {ms[0]: r for r, (_, ms) in enumerate(rows, start=1)}
     for run, v in verdicts.items():
         if run not in colors:
@@ -124,24 +124,17 @@ def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:
     g = frame[frame["run"] == run]
     if "entropy/p50" not in g.columns or g["entropy/p50"].isna().all():
         return empty_figure(f"Entropy percentiles · {run}", "no data: entropy was not recorded")
-
-    def xy(col: str) -> dict:  # thinned for drawing, each curve on its own extremes
-        x, y = thin(g["step"].to_numpy(), g[col].to_numpy(dtype=float))
-        return {"x": x, "y": y}
-
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(**xy("entropy/p90"), mode="lines", line_width=0, name="p90",
-                             showlegend=False), secondary_y=False)
-    fig.add_trace(go.Scatter(**xy("entropy/p10"), mode="lines", line_width=0, fill="tonexty",
-                             fillcolor="rgba(99,110,250,0.2)", name="p10–p90"), secondary_y=False)
-    fig.add_trace(go.Scatter(**xy("entropy/p50"), mode="lines", name="p50 (median)",
-                             line_color="#636efa"), secondary_y=False)
-    fig.add_trace(go.Scatter(**xy("entropy/p99"), mode="lines", name="p99 (high-entropy minority)",
-                             line=dict(color="#ef553b")), secondary_y=False)
-    if "entropy/frac_below_0.01" in g.columns:
-        fig.add_trace(go.Scatter(**xy("entropy/frac_below_0.01"), mode="lines",
-                                 name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot")),
-                      secondary_y=True)
+    for col, style in (
+        ("entropy/p90", dict(line_width=0, name="p90", showlegend=False)),
+        ("entropy/p10", dict(line_width=0, fill="tonexty", fillcolor="rgba(99,110,250,0.2)", name="p10–p90")),
+        ("entropy/p50", dict(name="p50 (median)", line_color="#636efa")),
+        ("entropy/p99", dict(name="p99 (high-entropy minority)", line=dict(color="#ef553b"))),
+        ("entropy/frac_below_0.01", dict(name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot"))),
+    ):
+        if "frac" not in col or col in g.columns:
+            x, y = thin(g["step"].to_numpy(), g[col].to_numpy(dtype=float))  # each curve on its own extremes
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", **style), secondary_y="frac" in col)
     fig.update_yaxes(type="log", title_text="entropy (nats)", secondary_y=False)
     fig.update_yaxes(title_text="tokens below 0.01 nats (%)", range=[0, 1], tickmode="linear", dtick=0.2,
                      tickformat=".0%", showgrid=False, secondary_y=True)
