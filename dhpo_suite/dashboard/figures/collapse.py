@@ -26,11 +26,10 @@ WHY_POINTS = 200
 """Most points per curve of the five-row chart (min/max thinning keeps every spike, and the detected steps are
 kept as well; the clickable rows draw a marker per point, the chart's main cost in the browser: ~0.17 s of CPU
 at 500 points, ~0.10 s at 200). A step between two markers is typed in the step box."""
-_DASH = {"clip/token/binding": "solid", "clip/sequence/binding": "dot", "clip/mixed/binding": "dash",
-         "groups/all_correct_frac": "solid", "groups/all_wrong_frac": "dash"}
-_SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence clip",
-          "clip/mixed/binding": "mixed (surrogate clipped)", "groups/all_correct_frac": "all correct",
-          "groups/all_wrong_frac": "all wrong"}
+_STYLE = {"clip/token/binding": ("token clip", "solid"), "clip/sequence/binding": ("sequence clip", "dot"),
+          "clip/mixed/binding": ("mixed (surrogate clipped)", "dash"),
+          "groups/all_correct_frac": ("all correct", "solid"), "groups/all_wrong_frac": ("all wrong", "dash")}
+"""(name, line dash) of the metrics that share a row."""
 
 
 def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
@@ -54,13 +53,13 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
             for m in metrics:
                 if g[m].isna().all():  # e.g. no mixed branch in a baseline run
                     continue
-                label = _SHORT.get(m, m)
+                label, dash = _STYLE.get(m, (m, "solid"))
                 tx, ty = thin(x, g[m].to_numpy(dtype=float), n=WHY_POINTS, at=marked)
                 traces.append(go.Scatter(
                     x=tx, y=ty, name=run, legendgroup=run,
                     # Streamlit selects markers only; on every row they would cost ~8000 SVG nodes to draw
                     mode="lines+markers" if m in _CLICKABLE else "lines", marker=dict(size=3),
-                    showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=_DASH.get(m, "solid")),
+                    showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=dash),
                     meta=m, hovertemplate=f"{run} · {label} = %{{y:.4~{'%' if 'frac' in m or 'clip' in m else 'g'}}}"
                                           "<extra></extra>"))
                 at.append(r)
@@ -69,7 +68,7 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
         fraction = any("frac" in m or m.startswith("clip/") for m in metrics)
         fig.update_yaxes(title_text=title if len(metrics) > 1 else axis_title(metrics[0]), row=r, col=1,
                          tickformat=".2~%" if fraction else ".3~g", title_font_size=11)
-    styles = "; ".join(f"{_SHORT[m]} {_DASH[m]}" for _, ms in rows for m in ms if m in _SHORT)
+    styles = "; ".join(" ".join(_STYLE[m]) for _, ms in rows for m in ms if m in _STYLE)
     _mark_onsets(fig, rows, verdicts, colors)
     fig.update_xaxes(title_text="training step (click a point of the entropy or length row: that step opens below)",
                      row=len(rows))
@@ -182,9 +181,8 @@ def entropy_split(edges: np.ndarray, counts: np.ndarray, q: float = 0.8) -> Entr
 
 
 def entropy_split_figure(edges: np.ndarray, counts: np.ndarray, split: EntropySplit, title: str) -> go.Figure:
-    """A step's entropy histogram as a step line on a log axis: majority grey, minority red, split marked.
-
-    The first bin [0, 1e-6) cannot sit on a log axis; its share is given in the title instead."""
+    """A step's entropy histogram as a step line on a log axis: majority grey, minority red, split marked. The
+    first bin [0, 1e-6) cannot sit on a log axis; its share is given in the title instead."""
     edges, counts = np.asarray(edges, float), np.asarray(counts, float)
     frac = counts / max(counts.sum(), 1.0)
     fig = go.Figure()

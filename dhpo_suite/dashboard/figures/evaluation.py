@@ -36,10 +36,8 @@ def last_checkpoints(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def table1(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows: algorithm / checkpoint; columns: benchmarks (headline accuracy, %) + AVG (the evaluator's).
-
-    Benchmark columns keep their first-seen order; header cells say which metric (e.g. "aime24 (avg@32)").
-    """
+    """Rows: algorithm / checkpoint; columns: benchmarks (headline accuracy, %, first-seen order, the header
+    naming the metric: "aime24 (avg@32)") + AVG (the evaluator's)."""
     if frame.empty:
         return pd.DataFrame()
     heads = frame.drop_duplicates("bench").set_index("bench")["metric"]
