@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         if problem:
             typer.echo(f"error: {problem}", err=True)
             raise typer.Exit(2)
-        if not (_has_module("streamlit") and _has_module("plotly")):
+        if not all(importlib.util.find_spec(name) for name in ("streamlit", "plotly")):
             typer.echo("dhpo-suite dashboard needs streamlit and plotly: pip install 'dhpo-suite[dashboard]'", err=True)
             raise typer.Exit(2)
         host = "localhost" if address in ("0.0.0.0", "::") else address
@@ -60,11 +60,8 @@ def register(app: typer.Typer) -> None:
 
 
 def check_address(port: int, address: str) -> str | None:
-    """Why Streamlit could not serve on (address, port), as one line naming the option; None if it can.
-
-    Checked by binding a socket there (then closing it), so a malformed address, one this machine does not
-    have, and a port already in use are all caught before Streamlit starts.
-    """
+    """Why Streamlit could not serve on (address, port), as one line naming the option; None if it can. Binding
+    a socket there (then closing it) catches a malformed address, one this machine lacks and a port in use."""
     if not 1 <= port <= 65535:
         return f"--port: must be an integer from 1 to 65535, got {port}"
     try:
@@ -87,7 +84,3 @@ def check_address(port: int, address: str) -> str | None:
                 return f"--port: {port} is already in use on {address}; choose another --port"
             return f"--address: cannot serve on {address}:{port} ({e.strerror or e})"
     return None
-
-
-def _has_module(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None

@@ -80,12 +80,9 @@ def series_collapse(series: pd.Series, drop: float, rule: CollapseRule = Collaps
     if not plateau > 0:
         return SeriesCollapse(None, plateau, threshold, "plateau is not positive")
     smooth = s.rolling(rule.window, center=True, min_periods=1).median().iloc[n_plateau:]
-    below = (smooth <= threshold).to_numpy()
-    # run[i] = length of the run of True values starting at i (computed right to left).
-    run = np.zeros(len(below) + 1, dtype=int)
-    for i in range(len(below) - 1, -1, -1):
-        run[i] = run[i + 1] + 1 if below[i] else 0
-    hits = np.flatnonzero(run[:-1] >= rule.patience)
+    # Windows of `patience` consecutive points all below (len(s) >= n_plateau + patience: at least one window).
+    below = np.lib.stride_tricks.sliding_window_view((smooth <= threshold).to_numpy(), rule.patience)
+    hits = np.flatnonzero(below.all(axis=1))
     step = int(smooth.index[hits[0]]) if len(hits) else None
     return SeriesCollapse(step, plateau, threshold)
 

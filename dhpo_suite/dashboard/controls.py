@@ -84,17 +84,15 @@ def parse_float(lo: float, hi: float):
 
 def url_param(name: str) -> str | None:
     """A query parameter of the page's URL (shared views: ?runs=a,b&run=a&step=150&branch=mixed)."""
-    value = st.query_params.get(name)
-    return value if value else None
+    return st.query_params.get(name) or None
 
 
 def set_url(**params) -> None:
     """Write the view's state into the URL (None removes a parameter); unchanged values are not rewritten."""
     for name, value in params.items():
-        text = None if value is None else (",".join(value) if isinstance(value, (list, tuple)) else str(value))
-        if text is None or text == "":
-            if name in st.query_params:
-                del st.query_params[name]
+        text = "" if value is None else (",".join(value) if isinstance(value, (list, tuple)) else str(value))
+        if not text:
+            st.query_params.pop(name, None)
         elif st.query_params.get(name) != text:
             st.query_params[name] = text
 

@@ -48,9 +48,8 @@ def run_settings(manifest: Mapping[str, Any]) -> dict[str, str]:
            "task": setting_text(manifest.get("task", "")), "backend": setting_text(manifest.get("backend", ""))}
     hparams = manifest.get("hparams") or {}
     out.update({k: setting_text(v) for k, v in hparams.items()})
-    for k, v in config.items():
-        if k not in NOT_SETTINGS and k not in hparams and v is not None:
-            out[k] = setting_text(v)
+    out.update({k: setting_text(v) for k, v in config.items()
+                if k not in NOT_SETTINGS and k not in hparams and v is not None})
     return out
 
 

@@ -87,14 +87,6 @@ def common_grid(mine: pd.DataFrame, metric: str) -> np.ndarray:
     return wide.index.to_numpy()[wide.notna().all(axis=1).to_numpy()]
 
 
-def drawn_steps(mine: pd.DataFrame, metric: str, grid: np.ndarray, n: int = BAND_POINTS) -> np.ndarray:
-    """The grid steps at which one group's curve is drawn: all when there are at most n, else the first, the
-    last and the min/max of the mean across runs in each of n/2 buckets (spikes kept)."""
-    on_grid = mine[mine["step"].isin(grid)]
-    mean = on_grid.groupby("step")[metric].mean()
-    return mean.index.to_numpy()[minmax_positions(mean.to_numpy(), n)]
-
-
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner="Bootstrapping the bands…")
 def bands(version: tuple, metric: str, label: str, n: int = BAND_POINTS) -> pd.DataFrame:
     """compare.curve_bands of one group's `metric` at its drawn steps of the common grid (columns label, step,
@@ -104,7 +96,10 @@ def bands(version: tuple, metric: str, label: str, n: int = BAND_POINTS) -> pd.D
     empty = pd.DataFrame(columns=["label", "step", "mean", "lo", "hi", "n"])
     if mine.empty or metric not in mine or mine[metric].isna().all():
         return empty
-    steps = drawn_steps(mine, metric, common_grid(mine, metric), n)
+    # Drawn: every grid step when there are at most n, else the first, the last and the min/max of the mean
+    # across runs in each of n/2 buckets (spikes kept).
+    mean = mine[mine["step"].isin(common_grid(mine, metric))].groupby("step")[metric].mean()
+    steps = mean.index.to_numpy()[minmax_positions(mean.to_numpy(), n)]
     # Every run is its own column of compare's per-step pivot (two runs of one seed are still two runs);
     # values off the drawn grid are blanked, and the rows that carry the pre-training value are kept.
     sub = mine.assign(seed=mine["run"])

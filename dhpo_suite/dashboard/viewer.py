@@ -13,8 +13,7 @@ from dhpo_suite.runs.format import step_file
 
 __all__ = ["step_samples", "responses", "outlier_rows", "response_header"]
 
-_FLAGS = {"token_ratio": "clip_token", "seq_ratio": "clip_sequence", "mixed_ratio": "clip_mixed"}
-_BRANCH = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixed"}
+_BRANCH = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixed"}  # its flags: clip_<branch>
 
 
 def step_samples(path: str, step: int) -> pd.DataFrame:
@@ -46,13 +45,6 @@ def _prompt(row: pd.Series) -> str:
     return "  \n".join(parts) if parts else "*Prompt and gold answer not recorded by this run's trainer.*"
 
 
-def color_choice(samples: pd.DataFrame, key: str) -> tuple[str, str]:
-    """The colour-by radio over the quantities this run recorded: (label, column)."""
-    have = [lbl for lbl, col in COLOR_BY.items() if col in samples.columns and samples[col].notna().any()]
-    label = st.radio("Colour tokens by", have or list(COLOR_BY), horizontal=True, key=f"{key}_color")
-    return label, COLOR_BY[label]
-
-
 def responses(ctx: controls.Context, run: str, step: int, key: str, rows: pd.DataFrame | None = None,
               mark: int | None = None) -> None:
     """Draw responses of `step` (default: the sampled ones) with their prompt and gold answer, coloured by the
@@ -63,14 +55,15 @@ def responses(ctx: controls.Context, run: str, step: int, key: str, rows: pd.Dat
         st.info(f"No responses recorded at step {step} of {run}.")
         return
     shown = samples[samples["source"] == "sample"] if rows is None else rows
-    label, column = color_choice(samples, key)
+    # Colour by one of the quantities this run recorded.
+    have = [lbl for lbl, col in COLOR_BY.items() if col in samples.columns and samples[col].notna().any()]
+    label = st.radio("Colour tokens by", have or list(COLOR_BY), horizontal=True, key=f"{key}_color")
+    column = COLOR_BY[label]
     branch = _BRANCH.get(column)
-    bounds = None
-    if branch is not None:
-        bounds = data.trust_bounds(path, step, branch, data.manifest_telemetry(path, data.run_version(path)))
-    top = None
-    if column == "entropy":
-        top = max((max(v) for v in samples["entropy"] if v is not None and len(v)), default=1.0) or 1.0
+    bounds = (data.trust_bounds(path, step, branch, data.manifest_telemetry(path, data.run_version(path)))
+              if branch is not None else None)
+    top = (max((max(v) for v in samples["entropy"] if v is not None and len(v)), default=1.0) or 1.0
+           if column == "entropy" else None)
     st.markdown(color_legend_html(column, bounds, top), unsafe_allow_html=True)
     st.caption(CAPTIONS["ratio" if branch else column])
     for _, row in shown.iterrows():
@@ -79,7 +72,7 @@ def responses(ctx: controls.Context, run: str, step: int, key: str, rows: pd.Dat
         if row[column] is None or row["token_text"] is None:
             st.info(f"{label} or the token text was not recorded for this response.")
             continue
-        flags = row.get(_FLAGS.get(column, ""), None)
+        flags = row.get(f"clip_{branch}") if branch else None
         outside = [bool(f & 3) for f in flags] if flags is not None else None
         st.markdown(rollout_html(list(row["token_text"]), list(row[column]), column, bounds, outside, top, mark),
                     unsafe_allow_html=True)

@@ -30,22 +30,20 @@ WIDGET_CHUNKS = ("Slider", "rehype-raw", "NumberInput", "Selectbox", "ButtonGrou
 chart pages use: found in the browser's requests on each page's first visit (benchmarks/dashboard.py)."""
 
 
-def _js_folder() -> Path:
-    return Path(st.__file__).parent / "static" / "static" / "js"
+def _chunk(name: str) -> str | None:
+    """File name of Streamlit's `name` module (hashed per build), None if this build has none."""
+    return min((p.name for p in (Path(st.__file__).parent / "static/static/js").glob(f"{name}.*.js")), default=None)
 
 
 @lru_cache(maxsize=1)
 def plotly_chunk() -> str | None:
-    """File name of Streamlit's Plotly component chunk (hashed per build), None if this build has none."""
-    found = sorted(p.name for p in _js_folder().glob("PlotlyChart.*.js"))
-    return found[0] if found else None
+    return _chunk("PlotlyChart")
 
 
 @lru_cache(maxsize=1)
 def widget_chunks() -> tuple[str, ...]:
     """File names of the WIDGET_CHUNKS modules in this Streamlit build (those it has)."""
-    found = [sorted(p.name for p in _js_folder().glob(f"{name}.*.js")) for name in WIDGET_CHUNKS]
-    return tuple(names[0] for names in found if names)
+    return tuple(c for c in map(_chunk, WIDGET_CHUNKS) if c is not None)
 
 
 WARM_DRAW = (

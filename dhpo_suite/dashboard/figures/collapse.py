@@ -26,11 +26,10 @@ WHY_POINTS = 200
 """Most points per curve of the five-row chart (min/max thinning keeps every spike, and the detected steps are
 kept as well; the clickable rows draw a marker per point, the chart's main cost in the browser: ~0.17 s of CPU
 at 500 points, ~0.10 s at 200). A step between two markers is typed in the step box."""
-_DASH = {"clip/token/binding": "solid", "clip/sequence/binding": "dot", "clip/mixed/binding": "dash",
-         "groups/all_correct_frac": "solid", "groups/all_wrong_frac": "dash"}
-_SHORT = {"clip/token/binding": "token clip", "clip/sequence/binding": "sequence clip",
-          "clip/mixed/binding": "mixed (surrogate clipped)", "groups/all_correct_frac": "all correct",
-          "groups/all_wrong_frac": "all wrong"}
+_STYLE = {"clip/token/binding": ("token clip", "solid"), "clip/sequence/binding": ("sequence clip", "dot"),
+          "clip/mixed/binding": ("mixed (surrogate clipped)", "dash"),
+          "groups/all_correct_frac": ("all correct", "solid"), "groups/all_wrong_frac": ("all wrong", "dash")}
+"""(name, line dash) of the metrics that share a row."""
 
 
 def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[str, str] | None = None) -> go.Figure:
@@ -54,13 +53,13 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
             for m in metrics:
                 if g[m].isna().all():  # e.g. no mixed branch in a baseline run
                     continue
-                label = _SHORT.get(m, m)
+                label, dash = _STYLE.get(m, (m, "solid"))
                 tx, ty = thin(x, g[m].to_numpy(dtype=float), n=WHY_POINTS, at=marked)
                 traces.append(go.Scatter(
                     x=tx, y=ty, name=run, legendgroup=run,
                     # Streamlit selects markers only; on every row they would cost ~8000 SVG nodes to draw
                     mode="lines+markers" if m in _CLICKABLE else "lines", marker=dict(size=3),
-                    showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=_DASH.get(m, "solid")),
+                    showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=dash),
                     meta=m, hovertemplate=f"{run} · {label} = %{{y:.4~{'%' if 'frac' in m or 'clip' in m else 'g'}}}"
                                           "<extra></extra>"))
                 at.append(r)
@@ -69,7 +68,7 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
         fraction = any("frac" in m or m.startswith("clip/") for m in metrics)
         fig.update_yaxes(title_text=title if len(metrics) > 1 else axis_title(metrics[0]), row=r, col=1,
                          tickformat=".2~%" if fraction else ".3~g", title_font_size=11)
-    styles = "; ".join(f"{_SHORT[m]} {_DASH[m]}" for _, ms in rows for m in ms if m in _SHORT)
+    styles = "; ".join(" ".join(_STYLE[m]) for _, ms in rows for m in ms if m in _STYLE)
     _mark_onsets(fig, rows, verdicts, colors)
     fig.update_xaxes(title_text="training step (click a point of the entropy or length row: that step opens below)",
                      row=len(rows))
@@ -85,8 +84,8 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
 def _mark_onsets(fig: go.Figure, rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -> None:
     """The verdict's steps, on the chart: the entropy onset on the entropy row and the length onset on the
     length row (dotted, labelled; unless it is the run's step), and the run's collapse (both have collapsed)
-    across every row (dashed). An
-    entropy-only collapse ("entropy collapsed at step s; length held") is thus marked, at s, on its row."""
+    across every row (dashed). An entropy-only collapse ("entropy collapsed at step s; length held") is thus
+    marked, at s, on its row."""
     row_of = {ms[0]: r for r, (_, ms) in enumerate(rows, start=1)}
     for run, v in verdicts.items():
         if run not in colors:
@@ -124,24 +123,17 @@ def entropy_percentiles(frame: pd.DataFrame, run: str) -> go.Figure:
     g = frame[frame["run"] == run]
     if "entropy/p50" not in g.columns or g["entropy/p50"].isna().all():
         return empty_figure(f"Entropy percentiles · {run}", "no data: entropy was not recorded")
-
-    def xy(col: str) -> dict:  # thinned for drawing, each curve on its own extremes
-        x, y = thin(g["step"].to_numpy(), g[col].to_numpy(dtype=float))
-        return {"x": x, "y": y}
-
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(**xy("entropy/p90"), mode="lines", line_width=0, name="p90",
-                             showlegend=False), secondary_y=False)
-    fig.add_trace(go.Scatter(**xy("entropy/p10"), mode="lines", line_width=0, fill="tonexty",
-                             fillcolor="rgba(99,110,250,0.2)", name="p10–p90"), secondary_y=False)
-    fig.add_trace(go.Scatter(**xy("entropy/p50"), mode="lines", name="p50 (median)",
-                             line_color="#636efa"), secondary_y=False)
-    fig.add_trace(go.Scatter(**xy("entropy/p99"), mode="lines", name="p99 (high-entropy minority)",
-                             line=dict(color="#ef553b")), secondary_y=False)
-    if "entropy/frac_below_0.01" in g.columns:
-        fig.add_trace(go.Scatter(**xy("entropy/frac_below_0.01"), mode="lines",
-                                 name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot")),
-                      secondary_y=True)
+    for col, style in (
+        ("entropy/p90", dict(line_width=0, name="p90", showlegend=False)),
+        ("entropy/p10", dict(line_width=0, fill="tonexty", fillcolor="rgba(99,110,250,0.2)", name="p10–p90")),
+        ("entropy/p50", dict(name="p50 (median)", line_color="#636efa")),
+        ("entropy/p99", dict(name="p99 (high-entropy minority)", line=dict(color="#ef553b"))),
+        ("entropy/frac_below_0.01", dict(name="fraction < 0.01 nats", line=dict(color="#7f7f7f", dash="dot"))),
+    ):
+        if "frac" not in col or col in g.columns:
+            x, y = thin(g["step"].to_numpy(), g[col].to_numpy(dtype=float))  # each curve on its own extremes
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", **style), secondary_y="frac" in col)
     fig.update_yaxes(type="log", title_text="entropy (nats)", secondary_y=False)
     fig.update_yaxes(title_text="tokens below 0.01 nats (%)", range=[0, 1], tickmode="linear", dtick=0.2,
                      tickformat=".0%", showgrid=False, secondary_y=True)
@@ -189,9 +181,8 @@ def entropy_split(edges: np.ndarray, counts: np.ndarray, q: float = 0.8) -> Entr
 
 
 def entropy_split_figure(edges: np.ndarray, counts: np.ndarray, split: EntropySplit, title: str) -> go.Figure:
-    """A step's entropy histogram as a step line on a log axis: majority grey, minority red, split marked.
-
-    The first bin [0, 1e-6) cannot sit on a log axis; its share is given in the title instead."""
+    """A step's entropy histogram as a step line on a log axis: majority grey, minority red, split marked. The
+    first bin [0, 1e-6) cannot sit on a log axis; its share is given in the title instead."""
     edges, counts = np.asarray(edges, float), np.asarray(counts, float)
     frac = counts / max(counts.sum(), 1.0)
     fig = go.Figure()

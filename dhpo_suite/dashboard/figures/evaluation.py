@@ -22,12 +22,9 @@ __all__ = ["summary_rows", "last_checkpoints", "table1", "accuracy_curve", "prob
 def summary_rows(summary: dict, *, label: str, run: str = "", algorithm: str = "",
                  step: int | None = None) -> list[dict]:
     """Flatten one summary.json ({"benchmarks": {bench: {headline, <metrics>}}, "AVG": x}) into frame rows."""
-    rows = []
-    for bench, m in summary.get("benchmarks", {}).items():
-        head = m.get("headline", "")
-        rows.append(dict(label=label, run=run, algorithm=algorithm, step=step, bench=bench, metric=head,
-                         value=m.get(head, float("nan")), avg=summary.get("AVG", float("nan"))))
-    return rows
+    return [dict(label=label, run=run, algorithm=algorithm, step=step, bench=bench, metric=m.get("headline", ""),
+                 value=m.get(m.get("headline", ""), float("nan")), avg=summary.get("AVG", float("nan")))
+            for bench, m in summary.get("benchmarks", {}).items()]
 
 
 def last_checkpoints(frame: pd.DataFrame) -> pd.DataFrame:
@@ -39,10 +36,8 @@ def last_checkpoints(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def table1(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows: algorithm / checkpoint; columns: benchmarks (headline accuracy, %) + AVG (the evaluator's).
-
-    Benchmark columns keep their first-seen order; header cells say which metric (e.g. "aime24 (avg@32)").
-    """
+    """Rows: algorithm / checkpoint; columns: benchmarks (headline accuracy, %, first-seen order, the header
+    naming the metric: "aime24 (avg@32)") + AVG (the evaluator's)."""
     if frame.empty:
         return pd.DataFrame()
     heads = frame.drop_duplicates("bench").set_index("bench")["metric"]
@@ -97,9 +92,14 @@ def problem_text(record: dict) -> str:
     return _SPECIAL.sub("", prompt).strip()
 
 
-def natural_key(value) -> str:
-    """Sort key that orders embedded numbers by value ("aime-2" before "aime-10")."""
-    return re.sub(r"\d+", lambda m: m.group().zfill(12), str(value))
+def _natural(col: pd.Series) -> pd.Series:
+    """Sort key (sort_values' `key`): problem ids with embedded numbers by value ("aime-2" before "aime-10");
+    other columns as they are, a change by its size, largest first."""
+    if col.name == "change":
+        return -col.abs()
+    if col.name != "problem_id":
+        return col
+    return col.map(lambda v: re.sub(r"\d+", lambda m: m.group().zfill(12), str(v)))
 
 
 def problem_overview(records: list[dict]) -> pd.DataFrame:
@@ -112,9 +112,7 @@ def problem_overview(records: list[dict]) -> pd.DataFrame:
         samples=("sample", "size"), correct=("correct", "sum"),
         answers=("extracted", lambda s: len(set(s.dropna()))))
     out["accuracy"] = out["correct"] / out["samples"]
-    out = out.reset_index()
-    order = out.assign(_id=out["problem_id"].map(natural_key)).sort_values(["accuracy", "_id"], kind="stable").index
-    return out.loc[order].reset_index(drop=True)
+    return out.reset_index().sort_values(["accuracy", "problem_id"], key=_natural).reset_index(drop=True)
 
 
 def problem_samples(records: list[dict], problem_id: str) -> pd.DataFrame:
@@ -135,8 +133,7 @@ def wrong_samples(records: list[dict]) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame(rows).reindex(columns=cols)
     df["gold"] = df["gold"].map(lambda g: ", ".join(map(str, g)) if isinstance(g, list) else g)
-    order = df.assign(_id=df["problem_id"].map(natural_key)).sort_values(["_id", "sample"], kind="stable").index
-    return df.loc[order].reset_index(drop=True)
+    return df.sort_values(["problem_id", "sample"], key=_natural).reset_index(drop=True)
 
 
 def compare_problems(a: list[dict], b: list[dict], names: tuple[str, str] = ("A", "B")) -> pd.DataFrame:
@@ -150,6 +147,4 @@ def compare_problems(a: list[dict], b: list[dict], names: tuple[str, str] = ("A"
                                                  suffixes=("_a", "_b"))
     both["change"] = both["accuracy_b"] - both["accuracy_a"]
     both = both.rename(columns={"accuracy_a": cols[1], "accuracy_b": cols[2]})
-    order = both.assign(_abs=-both["change"].abs(), _id=both["problem_id"].map(natural_key)).sort_values(
-        ["_abs", "_id"], kind="stable").index
-    return both.loc[order, cols].reset_index(drop=True)
+    return both.sort_values(["change", "problem_id"], key=_natural)[cols].reset_index(drop=True)

@@ -14,10 +14,8 @@ __all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table", "binding_summa
 
 
 def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.DataFrame, np.ndarray]:
-    """{step: (edges, counts)} → (counts frame: index step, one column per bin; the shared edges).
-
-    Steps whose edges differ from the first step's (a changed trust region) are left out: bins must align.
-    """
+    """{step: (edges, counts)} → (counts frame: index step, one column per bin; the shared edges). Steps whose
+    edges differ from the first step's (a changed trust region) are left out: bins must align."""
     if not hists:
         return pd.DataFrame(), np.array([])
     steps = sorted(hists)
@@ -31,11 +29,9 @@ def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.D
 def log_ratio_heatmap(counts: pd.DataFrame, edges: np.ndarray, bounds: tuple[float | None, float | None] | None,
                       title: str) -> go.Figure:
     """Heatmap of the log-ratio distribution: x = step, y = log(ratio) bins (uneven: finest near the trust
-    region), colour = log10 of the fraction of the step's tokens in the bin (empty bins blank).
-
-    `bounds` are the trust region in ratio space (1−ε_low, 1+ε_high); its finite edges are drawn as lines
-    (a one-sided region, e.g. CISPO's with no lower bound, has None on the open side and one line).
-    """
+    region), colour = log10 of the fraction of the step's tokens in the bin (empty bins blank). `bounds` are the
+    trust region in ratio space (1−ε_low, 1+ε_high); its finite edges are drawn as lines (a one-sided region,
+    e.g. CISPO's with no lower bound, has None on the open side and one line)."""
     if counts.empty or counts.to_numpy().sum() == 0:
         return empty_figure(title, "no data: no log-ratio histograms in this step range")
     c = counts.to_numpy(dtype=float)

@@ -72,8 +72,8 @@ def _ratio_edges(bounds) -> tuple[float, float]:
 def token_colors(values: Sequence[float], column: str,
                  bounds: tuple[float | None, float | None] | None = None,
                  entropy_max: float | None = None) -> list[str]:
-    """Background colour per token for `column` (see the module docstring for the scales). A ratio reaches
-    full colour at the trust-region edge; an open side (None) uses the other edge mirrored."""
+    """Background colour per token for `column` (scales: the module docstring; an open side of the region,
+    None, mirrors the other edge)."""
     v = np.asarray(values, dtype=float)
     if column in _RATIO_COLS:
         with np.errstate(divide="ignore", invalid="ignore"):

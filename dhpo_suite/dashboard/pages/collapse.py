@@ -30,18 +30,14 @@ with st.expander("Collapse rule (see docs/dashboard.md)"):
 WHY = [m for _, ms in fig.WHY_ROWS for m in ms]
 
 
-def _verdicts(frame: pd.DataFrame, rule: CollapseRule) -> dict:
-    return {r: detect_collapse(g.set_index("step").get("entropy/mean", pd.Series(dtype=float)),
-                               g.set_index("step").get("length/mean", pd.Series(dtype=float)), rule)
-            for r, g in frame.groupby("run", sort=False)}
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # the figure is only read (st.plotly_chart copies it)
 def why_view(versions: tuple, rule: tuple, colors: tuple) -> tuple[dict, object]:
     """(verdicts, the five-row figure) of the runs `versions` ((run, path, run_version) each): built once per
     version of the runs, not on every rerun (a click, a step typed)."""
     raw = pd.concat([data.scalars(path, v)[0].assign(run=run) for run, path, v in versions], ignore_index=True)
-    verdicts = _verdicts(raw, CollapseRule(*rule))
+    verdicts = {r: detect_collapse(g.set_index("step").get("entropy/mean", pd.Series(dtype=float)),
+                                   g.set_index("step").get("length/mean", pd.Series(dtype=float)), CollapseRule(*rule))
+                for r, g in raw.groupby("run", sort=False)}
     return verdicts, fig.why_figure(prepare(raw, WHY), verdicts, dict(colors))
 
 
@@ -50,8 +46,7 @@ def detector() -> None:
     frame, problems = frames.scalars_frame(ctx)
     controls.show_problems(problems)
     versions = tuple((r, ctx.path(r), data.run_version(ctx.path(r))) for r in ctx.selected)
-    rule_key = dataclasses.astuple(rule)
-    verdicts, why = why_view(versions, rule_key, tuple(ctx.colors.items()))
+    verdicts, why = why_view(versions, dataclasses.astuple(rule), tuple(ctx.colors.items()))
     st.dataframe(pd.DataFrame({r: {"verdict": verdict(v), "collapse step": v.step, "entropy collapse": v.entropy.step,
                                    "entropy plateau": v.entropy.plateau, "length collapse": v.length.step,
                                    "length plateau": v.length.plateau} for r, v in verdicts.items()}).T,

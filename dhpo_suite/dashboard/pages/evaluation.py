@@ -57,7 +57,6 @@ problem = st.selectbox("Problem (hardest first)", list(overview["problem_id"]), 
 
 def show_problem(records: list[dict], where, name: str) -> None:
     """One evaluation's samples of the chosen problem (wrong ones only when asked)."""
-    rows = [r for r in records if str(r["problem_id"]) == str(problem) and not (wrong_only and r["correct"])]
     mine = [r for r in records if str(r["problem_id"]) == str(problem)]
     if not mine:
         where.info(f"{name}: no sample of problem {problem}")
@@ -66,7 +65,7 @@ def show_problem(records: list[dict], where, name: str) -> None:
     where.markdown(f"**{name}**: {right}/{len(mine)} correct")
     table = fig.problem_samples(records, problem)
     where.dataframe(table[~table["correct"]] if wrong_only else table, key=f"eval_samples_{name}", hide_index=True)
-    for r in sorted(rows, key=lambda r: r["sample"])[:8]:
+    for r in sorted((r for r in mine if not (wrong_only and r["correct"])), key=lambda r: r["sample"])[:8]:
         with where.expander(f"sample {r['sample']} · {'✓' if r['correct'] else '✗'} · extracted {r['extracted']!r}"):
             st.text(r["response"])
 
