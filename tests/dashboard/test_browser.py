@@ -105,21 +105,31 @@ def wait_usable(page) -> None:
     page.wait_for_function(CHARTS_DRAWN, timeout=60_000)
 
 
-FIGURE = """(title) => {
-    const gd = [...document.querySelectorAll('.js-plotly-plot')]\
-.find(g => (g.layout.title.text || '').startsWith(title));
-    return gd ? {data: gd._fullData.map(t => ({name: t.name, meta: t.meta, color: t.line && t.line.color})),
-                 layout: {shapes: (gd.layout.shapes || []).map(s => s.x0), ytype: gd._fullLayout.yaxis.type,
-                          axes: Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k)).length}} : null;
+FIND = """(title) => {  // [figure, x axis, y axis]: the figure titled so (axes null), or the panel (subplot) of
+    // a figure of panels (dashboard/figures/grid.py) whose subplot title starts so
+    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+        if (((gd.layout.title || {}).text || '').startsWith(title)) return [gd, null, null];
+        const n = Object.keys(gd.layout).filter(k => /^xaxis\\d*$/.test(k)).length;
+        const i = (gd.layout.annotations || []).slice(0, n).findIndex(a => (a.text || '').startsWith(title));
+        if (i >= 0) return [gd, i ? `x${i + 1}` : 'x', i ? `y${i + 1}` : 'y'];
+    }
+    return [null, null, null];
 }"""
-POINT = """([title, run, meta, x]) => {  // page coordinates of a run's point at step x
-    const gd = [...document.querySelectorAll('.js-plotly-plot')]\
-.find(g => (g.layout.title.text || '').startsWith(title));
-    const t = gd._fullData.find(d => d.name === run && d.meta === meta);
+FIGURE = f"""(title) => {{
+    const [gd, x, y] = ({FIND})(title);
+    return gd ? {{data: gd._fullData.filter(t => !x || t.xaxis === x)
+                     .map(t => ({{name: t.name, meta: t.meta, color: t.line && t.line.color}})),
+                 layout: {{shapes: (gd.layout.shapes || []).map(s => s.x0),
+                          ytype: gd._fullLayout[(y || 'y').replace('y', 'yaxis')].type,
+                          axes: Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k)).length}}}} : null;
+}}"""
+POINT = f"""([title, run, meta, x]) => {{  // page coordinates of a run's point at step x
+    const [gd, panel] = ({FIND})(title);
+    const t = gd._fullData.find(d => d.name === run && d.meta === meta && (!panel || d.xaxis === panel));
     const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
     const i = Array.from(t.x).indexOf(x), r = gd.getBoundingClientRect();
     return [r.left + xa._offset + xa.l2p(x), r.top + ya._offset + ya.l2p(t.y[i])];
-}"""
+}}"""
 LOW_CONTRAST = """() => {  // tokens whose text contrasts less than 4.5:1 (WCAG AA) with their cell
     const lum = (c) => { const v = c.match(/\\d+/g).slice(0, 3).map(x => x / 255)
         .map(x => x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
