@@ -240,6 +240,11 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             page.get_by_text("Log scale (y)").click()
             page.wait_for_function(f"() => ({FIGURE})('Token entropy').layout.ytype === 'log'", timeout=60_000)
             page.screenshot(path=str(ARTIFACTS / "question-compare.png"), full_page=True)
+            with page.expect_download(timeout=60_000) as download:  # the CSV is made on click, not every rerun
+                page.get_by_role("button", name="Download CSV").click()
+            rows = Path(download.value.path()).read_text().splitlines()
+            assert rows[0] == "run,step,entropy/mean,entropy/mean (EMA 0.6)", rows[0]
+            assert {r.split(",")[0] for r in rows[1:]} == {"dhpo-e", "grpo", "live"}
 
             # 4. What did the model write at step N? Click 2: type the step.
             ask(page, url, "What did the model write at step N?", "Responses", charts=False)
