@@ -57,6 +57,7 @@ def register(app: typer.Typer) -> None:
     )
     @config_command(SweepArgs, (TrainConfig, SWEEP_SETS), spell=SPELL)
     def sweep(ctx: typer.Context, v: Values) -> None:
+        from dhpo_suite.science.prereg import digest
         from dhpo_suite.train import sweep as sw
 
         a = SweepArgs(**v.of(SweepArgs))
@@ -67,7 +68,7 @@ def register(app: typer.Typer) -> None:
                 requested = _requested(a.algos, a.clip, a.seeds, v, train_args)
                 if a.prereg is not None:
                     registration = _read_prereg(a.prereg)
-                    requested = dataclasses.replace(requested, prereg_sha256=_digest(registration))
+                    requested = dataclasses.replace(requested, prereg_sha256=digest(registration))
             grid = sw.load_or_create(a.out, requested, registration, canonical=lambda t: _canonical(ctx, t))
         except sw.SweepError as e:
             _fail(str(e))
@@ -234,12 +235,6 @@ def _read_prereg(path: Path) -> bytes:
     except PreregError as e:
         raise sw.SweepError(f"--prereg: {e}") from None
     return data
-
-
-def _digest(data: bytes) -> str:
-    from dhpo_suite.science.prereg import digest
-
-    return digest(data)
 
 
 def _check_train_options(algos, clips, seed: int, values: dict) -> None:

@@ -32,11 +32,11 @@ import pandas as pd
 
 from dhpo_suite.dashboard.collapse import detect_collapse
 from dhpo_suite.dashboard.groups import setting_text
-from dhpo_suite.runs import SHARED_HPARAMS, RunFormatError, RunReader, list_runs
+from dhpo_suite.runs import SHARED_HPARAMS, Manifest, RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
 __all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences",
-           "readable_runs", "run_label", "run_labels", "run_metrics", "summarize"]
+           "readable_runs", "run_label", "run_labels", "run_metrics", "stack", "summarize"]
 
 METRIC_DOCS = {
     "final_reward": "held-out reward after the last step",
@@ -62,14 +62,10 @@ class Interval:
     n: int
 
 
-def run_label(reader: RunReader) -> str:
-    """Algorithm, plus the clip mode for DHPO objectives (e.g. "dhpo-e-unified"); the clip is the resolved
-    one the objective recorded, so a default run and an explicit `--clip branch` run share a label."""
-    return run_label_of(reader.manifest)
-
-
-def run_label_of(m) -> str:
-    """run_label from a manifest."""
+def run_label(m: Manifest) -> str:
+    """A run's algorithm, plus the clip mode for DHPO objectives (e.g. "dhpo-e-unified"), from its manifest; the
+    clip is the resolved one the objective recorded, so a default run and an explicit `--clip branch` run share a
+    label."""
     clip = m.hparams.get("clip") if m.algorithm.startswith("dhpo") else None
     return f"{m.algorithm}-{clip}" if clip else m.algorithm
 
@@ -146,7 +142,7 @@ def load_sweep(root: Path | str, late_frac: float = 0.25, all_columns: bool = Fa
         loaded.append((summary.path.relative_to(root).as_posix(), reader.manifest, frame))
     labels = run_labels([m for _, m, _ in loaded])
     runs = [(run, label, m.seed, m.status, frame) for (run, m, frame), label in zip(loaded, labels)]
-    return metrics_of(runs, late_frac), _stack(runs), problems
+    return metrics_of(runs, late_frac), stack(runs), problems
 
 
 def metrics_of(runs: list[tuple], late_frac: float = 0.25) -> pd.DataFrame:
@@ -158,7 +154,8 @@ def metrics_of(runs: list[tuple], late_frac: float = 0.25) -> pd.DataFrame:
     return metrics.sort_values(["label", "seed", "run"], ignore_index=True)
 
 
-def _stack(runs: list[tuple]) -> pd.DataFrame:
+def stack(runs: list[tuple]) -> pd.DataFrame:
+    """The scalar frames of (run, label, seed, status, frame) tuples stacked, with label, seed and run columns."""
     frames = [frame.assign(label=label, seed=seed, run=run) for run, label, seed, _, frame in runs]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed"])
 
@@ -169,7 +166,7 @@ def run_labels(manifests: list) -> list[str]:
     `grpo-eps_high=0.28`), ` · key=value` for an optimisation setting (runs.SHARED_HPARAMS, as the dashboard's
     groups name them: DHPO-E runs at two lrs are `dhpo-e-branch · lr=0.0001` and `dhpo-e-branch · lr=4e-05`,
     never averaged together). A setting every run shares names no one, nor one that not every run recorded."""
-    base = [run_label_of(m) for m in manifests]
+    base = [run_label(m) for m in manifests]
     varying: dict[str, set[str]] = {}
     for label, m in zip(base, manifests):
         for other_label, other in zip(base, manifests):

@@ -26,9 +26,9 @@ __all__ = ["evaluate", "power_line", "verdict"]
 def paired_values(metrics: pd.DataFrame, k: Contrast) -> tuple[list[int], np.ndarray, np.ndarray]:
     """(shared seeds, arm values, baseline values) of contrast `k`; repeats of a (label, seed) averaged."""
     per_seed = metrics.groupby(["label", "seed"])[k.metric].mean()
-    arm = per_seed.xs(k.arm, level="label") if k.arm in per_seed.index.get_level_values(0) else pd.Series(dtype=float)
-    base = per_seed.xs(k.baseline, level="label") if k.baseline in per_seed.index.get_level_values(0) else \
-        pd.Series(dtype=float)
+    labels = per_seed.index.get_level_values(0)
+    arm, base = (per_seed.xs(lab, level="label") if lab in labels else pd.Series(dtype=float)
+                 for lab in (k.arm, k.baseline))
     shared = sorted(set(arm.dropna().index) & set(base.dropna().index))
     return [int(s) for s in shared], arm.loc[shared].to_numpy(), base.loc[shared].to_numpy()
 

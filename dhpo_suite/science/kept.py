@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dhpo_suite.science.compare import metrics_of, readable_runs, run_labels
+from dhpo_suite.science.compare import metrics_of, readable_runs, run_labels, stack
 
 __all__ = ["COPIED", "RUNS_FILE", "SCALARS_FILE", "export", "is_kept", "load", "portable", "run_table"]
 
@@ -96,6 +96,4 @@ def load(dest: Path, late_frac: float = 0.25) -> tuple[pd.DataFrame, pd.DataFram
     frames = dict(tuple(scalars.groupby("run", sort=False)))
     tuples = [(r.run, r.label, int(r.seed), r.status, frames[r.run].drop(columns="run").reset_index(drop=True))
               for r in runs.itertuples() if r.run in frames]
-    stacked = pd.concat([f.assign(label=label, seed=seed, run=run) for run, label, seed, _, f in tuples],
-                        ignore_index=True)
-    return metrics_of(tuples, late_frac), stacked, []
+    return metrics_of(tuples, late_frac), stack(tuples), []
