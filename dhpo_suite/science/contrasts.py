@@ -40,7 +40,7 @@ def evaluate(prereg: Prereg, metrics: pd.DataFrame, unresolvable: dict[str, str]
         seeds, a, b = paired_values(metrics, k)
         t = stats.paired_test(a - b)
         rows.append({"name": k.name, "claim": k.claim, "arm": k.arm, "baseline": k.baseline, "metric": k.metric,
-                     "direction": k.direction, "margin": k.margin, "family": prereg.in_family(k.name),
+                     "direction": k.direction, "margin": k.margin, "family": k.name in prereg.family,
                      "seeds": seeds, "n": t.n, "mean": t.mean, "sd": t.sd, "lo": t.lo, "hi": t.hi, "p": t.p,
                      "p_sign_flip": t.p_sign_flip,
                      "p_tost": stats.tost(a - b, k.margin) if k.direction == "equal" else math.nan,

@@ -46,11 +46,6 @@ def portable(argv: list[str], root: Path) -> list[str]:
     return [a[len(base):] if a.startswith(base) else a for a in out]
 
 
-def _source(root: Path) -> str:
-    """The sweep directory as the report's commands name it: relative as given, an absolute one by its name."""
-    return root.name if root.is_absolute() else root.as_posix()
-
-
 def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
     """Write the kept-data folder of sweep `root` into `dest`; returns the problems met reading the runs."""
     rows, frames, problems, manifests = [], [], [], []
@@ -79,7 +74,9 @@ def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
     for sub in sorted(root.glob("*/sweep.json")):
         (dest / sub.parent.name).mkdir(exist_ok=True)
         shutil.copyfile(sub, dest / sub.parent.name / "sweep.json")
-    (dest / "kept.json").write_text(json.dumps({"source": _source(root)}) + "\n")
+    # the sweep directory as the report's commands name it: relative as given, an absolute one by its name
+    source = root.name if root.is_absolute() else root.as_posix()
+    (dest / "kept.json").write_text(json.dumps({"source": source}) + "\n")
     load(dest, late_frac)[0].to_csv(dest / METRICS_FILE, index=False)
     return problems
 

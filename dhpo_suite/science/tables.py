@@ -74,8 +74,7 @@ def contrast_rows(table: pd.DataFrame) -> list[list[str]]:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    header, rows = _rows(frame)
-    return markdown_rows(header, rows)
+    return markdown_rows(*_rows(frame))
 
 
 def markdown_rows(header: list[str], rows: list[list[str]]) -> str:
