@@ -86,16 +86,14 @@ def has_samples(eval_dir: Path | str) -> bool:
 
 def read_bench_samples(eval_dir: Path | str, bench: str) -> "SamplesRead":
     """All samples of `bench` (main file + shards), each (problem_id, sample) once (first file wins)."""
-    records, skipped, seen = [], [], set()
+    records: dict[tuple, dict] = {}
+    skipped: list[Problem] = []
     for path in bench_sample_files(eval_dir, bench):
         got = read_samples(path)
         skipped += got.skipped
         for r in got.records:
-            key = (r["problem_id"], r["sample"])
-            if key not in seen:
-                seen.add(key)
-                records.append(r)
-    return SamplesRead(records, skipped)
+            records.setdefault((r["problem_id"], r["sample"]), r)
+    return SamplesRead(list(records.values()), skipped)
 
 
 def checkpoint_eval_dir(run_dir: Path | str, step: int) -> Path:

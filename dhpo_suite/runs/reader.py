@@ -90,11 +90,9 @@ class RunReader:
     def _append(self, tables: list[pa.Table], path: Path, columns: list[str] | None,
                 expect_step: int | None = None) -> None:
         try:
-            t = read_scalars_file(path, columns, expect_step)
+            tables.append(read_scalars_file(path, columns, expect_step))
         except RunFormatError as e:
             self._problem(e.path, e.reason)
-            return
-        tables.append(t)
 
     # ---- per-step files ----
     def distributions(self, steps: int | Iterable[int] | None, name: str) -> Histogram | dict[int, Histogram]:

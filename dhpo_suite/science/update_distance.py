@@ -90,11 +90,6 @@ def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() * b.double()).sum()) / (na * nb) if na and nb else float("nan")
 
 
-def _load(path: Path) -> _State:
-    model, tokenizer = load_model(path, safetensors_only=True)
-    return _State(model, tokenizer, read_trainer_state(path))
-
-
 def _heldout_tokens(st: _State, cfg: Any, task: Any, n: int, max_new: int) -> tuple[Any, torch.Tensor]:
     """n held-out responses sampled once from the checkpoint's policy, and their log π_before (valid tokens)."""
     problems = task.make_problems(n, seed=cfg.seed, split="test")
@@ -167,7 +162,7 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
         raise ValueError(f"--steps: {run_dir} has no complete checkpoint at step {step} (has {sorted(ckpts)})")
     task = get_task(cfg.task)
     max_new = cfg.max_new_tokens or task.max_new_tokens
-    st = _load(ckpts[step])
+    st = _State(*load_model(ckpts[step], safetensors_only=True), read_trainer_state(ckpts[step]))
     problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
     seed = cfg.seed * 1_000_003 + step + 1  # loop.train_step's sampling seed for the next step
     rollouts = {"same": _rollout(st, cfg, task, problems, step + 1, seed, pool, max_new),
