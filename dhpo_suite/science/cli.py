@@ -178,12 +178,10 @@ def _registered(console, a) -> None:
     for row in contrast_rows(a.contrasts):
         table.add_row(*row)
     console.print(table)
-    console.print("[bold]Power[/]")
-    for r in a.contrasts.itertuples():
-        console.print(f"- {r.name}: {r.power}", highlight=False)
-    console.print("[bold]Verdicts[/] (from prereg.json only)")
-    for r in a.contrasts.itertuples():
-        console.print(f"- {r.name}: {r.verdict}", highlight=False)
+    for title, column in (("[bold]Power[/]", "power"), ("[bold]Verdicts[/] (from prereg.json only)", "verdict")):
+        console.print(title)
+        for r in a.contrasts.itertuples():
+            console.print(f"- {r.name}: {getattr(r, column)}", highlight=False)
 
 
 def _requested(algos, clip, seeds, v: Values, train_args: list[str]):
