@@ -132,11 +132,9 @@ class RunReader:
             raise RunFormatError(path, "missing") from None
         if not set(DISTRIBUTION_OPTIONAL) <= set(table.column_names):
             return None
-        out = {}
-        for name, low, high in zip(*(table.column(c).to_pylist() for c in ("name", *DISTRIBUTION_OPTIONAL))):
-            if isinstance(name, str) and name.startswith("log_ratio/"):
-                out[name.split("/")[1]] = (low, high)
-        return out
+        rows = zip(*(table.column(c).to_pylist() for c in ("name", *DISTRIBUTION_OPTIONAL)))
+        return {name.split("/")[1]: (low, high) for name, low, high in rows
+                if isinstance(name, str) and name.startswith("log_ratio/")}
 
     def _histograms(self, step: int, table: pa.Table) -> dict[str, Histogram]:
         try:

@@ -197,12 +197,9 @@ def interval(values) -> Interval:
 
 def summarize(metrics: pd.DataFrame) -> pd.DataFrame:
     """One row per label, per metric an Interval (columns: label, n, <metric> ..., collapsed = k/n)."""
-    rows = []
-    for label, g in metrics.groupby("label", sort=True):
-        row = {"label": label, "n": len(g), "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}"}
-        row.update({m: interval(g[m]) for m in METRIC_DOCS})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"label": label, "n": len(g), "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}",
+                          **{m: interval(g[m]) for m in METRIC_DOCS}}
+                         for label, g in metrics.groupby("label", sort=True)])
 
 
 def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.DataFrame:
@@ -211,15 +208,14 @@ def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.Data
     Several runs of one label and seed (outside a sweep) are averaged first."""
     per_seed = metrics.groupby(["label", "seed"], as_index=False)[list(METRIC_DOCS)].mean()  # repeats averaged
     base = per_seed[per_seed["label"] == baseline].set_index("seed")
-    rows = []
     if base.empty:
-        return pd.DataFrame(rows)
+        return pd.DataFrame([])
+    rows = []
     for label, g in per_seed[per_seed["label"] != baseline].groupby("label", sort=True):
         g = g.set_index("seed")
         shared = sorted(set(g.index) & set(base.index))
-        row = {"label": label, "seeds": shared}
-        row.update({m: interval(g.loc[shared, m].to_numpy() - base.loc[shared, m].to_numpy()) for m in METRIC_DOCS})
-        rows.append(row)
+        diff = {m: interval(g.loc[shared, m].to_numpy() - base.loc[shared, m].to_numpy()) for m in METRIC_DOCS}
+        rows.append({"label": label, "seeds": shared, **diff})
     return pd.DataFrame(rows)
 
 

@@ -32,12 +32,8 @@ def fmt_interval(iv: Interval, digits: int = 3) -> str:
 def _rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     extra = [c for c in ("n", "collapsed", "seeds") if c in frame]
     header = ["label", *extra, *(_HEADERS[m][0] for m in METRIC_DOCS)]
-    rows = []
-    for _, r in frame.iterrows():
-        cells = [str(r["label"])]
-        cells += [(",".join(map(str, r[c])) if c == "seeds" else str(r[c])) for c in extra]
-        cells += [fmt_interval(r[m], _HEADERS[m][1]) for m in METRIC_DOCS]
-        rows.append(cells)
+    rows = [[str(r["label"]), *(",".join(map(str, r[c])) if c == "seeds" else str(r[c]) for c in extra),
+             *(fmt_interval(r[m], _HEADERS[m][1]) for m in METRIC_DOCS)] for _, r in frame.iterrows()]
     return header, rows
 
 

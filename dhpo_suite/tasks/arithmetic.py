@@ -100,13 +100,8 @@ def question_problems(n: int, seed: int = 0, split: str = "train", *, max_first:
     if n < 0 or max_first < 1 or max_second < 1:
         raise ValueError(f"need n >= 0, max_first >= 1, max_second >= 1 (got n={n}, max_first={max_first}, "
                          f"max_second={max_second})")
-    pool = []
-    for a in range(1, max_first + 1):
-        for b in range(1, max_second + 1):
-            pool.append((a, "+", b, a + b))
-            if a >= b:
-                pool.append((a, "-", b, a - b))
-    pool = [q for q in pool if _split_of(f"What is {q[0]} {q[1]} {q[2]}?") == split]
+    pool = [(a, op, b, a + b if op == "+" else a - b) for a in range(1, max_first + 1) for b in range(1, max_second + 1)
+            for op in "+-" if (op == "+" or a >= b) and _split_of(f"What is {a} {op} {b}?") == split]
     random.Random(f"question/{seed}/{split}/{max_first}/{max_second}").shuffle(pool)
     return [{"id": f"{split}-{seed}-{i}", "problem": f"What is {a} {op} {b}?", "answer": str(c),
              "solution": f"{a} {op} {b} = {c}\n\\boxed{{{c}}}"} for i, (a, op, b, c) in enumerate(pool[:n])]
