@@ -261,23 +261,23 @@ def _fail(message: str) -> None:
 
 
 class _Bar:
-    """A rich progress bar over the grid's steps, with runs finished / total and the runs in flight."""
+    """A rich progress bar over the grid's steps, with runs finished / total and the runs in flight; disabled, one
+    line per finished run."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled, self._task, self._finished = enabled, None, 0
+        self._p = Progress(TextColumn("[bold]sweep[/] {task.fields[runs]}"), BarColumn(),
+                           TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+                           TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=not enabled)
+        self._task, self._finished = None, 0
 
     def __enter__(self) -> "_Bar":
-        if self.enabled:
-            self._p = Progress(TextColumn("[bold]sweep[/] {task.fields[runs]}"), BarColumn(),
-                               TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
-                               TimeRemainingColumn(), TextColumn("{task.fields[info]}"))
-            self._p.__enter__()
+        self._p.start()
         return self
 
     def update(self, s: dict) -> None:
         runs = f"{s['finished']}/{s['cells']} runs"
         info = f"running: {', '.join(s['running'])}" + (f"  [red]{s['failed']} failed[/]" if s["failed"] else "")
-        if not self.enabled:
+        if self._p.disable:
             if s["finished"] != self._finished:
                 typer.echo(f"sweep: {runs}, {s['steps']}/{s['total_steps']} steps; {info}", err=True)
                 self._finished = s["finished"]
@@ -287,5 +287,4 @@ class _Bar:
         self._p.update(self._task, completed=s["steps"], runs=runs, info=info)
 
     def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self._p.__exit__(*exc)
+        self._p.stop()
