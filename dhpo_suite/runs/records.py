@@ -174,9 +174,8 @@ class StepRecord:
             if name in cols:
                 raise ValueError(f"scalar name {name!r} is reserved")
             cols[name] = [float(self.scalars[name])]
-        fields = [pa.field("step", pa.int64()), pa.field("time", pa.float64())]
-        fields += [pa.field(n, pa.float64()) for n in cols if n not in ("step", "time")]
-        return pa.table(cols, schema=pa.schema(fields))
+        schema = pa.schema([("step", pa.int64()), *((n, pa.float64()) for n in cols if n != "step")])  # time: float
+        return pa.table(cols, schema=schema)
 
     def distributions_table(self) -> pa.Table:
         rows = []

@@ -12,7 +12,6 @@ import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
@@ -158,7 +157,7 @@ def _descriptive(console, metrics, baseline: str) -> None:
 
 
 def _registered(console, a) -> None:
-    from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows
+    from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows, rich_table
 
     console.print(f"pre-registration: {a.source / 'prereg.json'} (sha256 {a.prereg.sha256[:12]}…, registered in "
                   f"sweep.json before the runs); primary metric {a.prereg.primary_metric}; family of "
@@ -168,16 +167,11 @@ def _registered(console, a) -> None:
                   "runs only)")
     for line in a.checks.lines:
         console.print(f"- {line}", highlight=False)
-    table = Table(title="Pre-registered contrasts: paired over shared seeds", caption_justify="left",
-                  caption="t p: two-sided paired t-test; Holm p: the p the verdict reads (t, or TOST for an equality), "
-                          "adjusted over the family; sign-flip p: exact "
-                          "permutation; TOST p: equivalence within the margin; P(impr.): P(arm beats baseline "
-                          "in the claimed direction) over all pairs of runs")
-    for h in CONTRAST_HEADER:
-        table.add_column(h, overflow="fold")
-    for row in contrast_rows(a.contrasts):
-        table.add_row(*row)
-    console.print(table)
+    console.print(rich_table("Pre-registered contrasts: paired over shared seeds",
+                             "t p: two-sided paired t-test; Holm p: the p the verdict reads (t, or TOST for an "
+                             "equality), adjusted over the family; sign-flip p: exact permutation; TOST p: equivalence "
+                             "within the margin; P(impr.): P(arm beats baseline in the claimed direction) over all "
+                             "pairs of runs", CONTRAST_HEADER, contrast_rows(a.contrasts)))
     for title, column in (("[bold]Power[/]", "power"), ("[bold]Verdicts[/] (from prereg.json only)", "verdict")):
         console.print(title)
         for r in a.contrasts.itertuples():

@@ -84,9 +84,9 @@ def run_metrics(frame: pd.DataFrame, late_frac: float = 0.25) -> dict[str, float
     steps = frame["step"].to_numpy()
     late = frame[frame["step"] > steps.max() - max(1, round(late_frac * len(steps)))] if len(steps) else frame
     span = curve.index.max() - curve.index.min() if len(curve) > 1 else 0
-    ent = frame.set_index("step")["entropy/mean"] if "entropy/mean" in frame else pd.Series(dtype=float)
-    length = frame.set_index("step")["length/mean"] if "length/mean" in frame else pd.Series(dtype=float)
-    collapse = detect_collapse(ent, length).step
+    by_step = frame.set_index("step")
+    collapse = detect_collapse(*(by_step[c] if c in frame else pd.Series(dtype=float)
+                                 for c in ("entropy/mean", "length/mean"))).step
     return {
         "final_reward": float(curve.iloc[-1]) if len(curve) else float("nan"),
         "reward_auc": float(np.trapezoid(curve.to_numpy(), curve.index.to_numpy()) / span) if span else float("nan"),

@@ -10,7 +10,8 @@ from rich.table import Table
 
 from dhpo_suite.science.compare import METRIC_DOCS, Interval
 
-__all__ = ["CONTRAST_HEADER", "contrast_rows", "fmt_interval", "interval_table", "markdown_table", "runs_note"]
+__all__ = ["CONTRAST_HEADER", "contrast_rows", "fmt_interval", "interval_table", "markdown_table", "rich_table",
+           "runs_note"]
 
 _HEADERS = {"final_reward": ("final reward", 3), "reward_auc": ("reward AUC", 3), "late_entropy": ("late entropy", 3),
             "late_length": ("late length", 1), "collapse_step": ("collapse step", 1),
@@ -39,9 +40,12 @@ def _rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 def interval_table(frame: pd.DataFrame, title: str):
     """A rich Table of summarize() or paired_differences() output, with the metric definitions as caption."""
-    header, rows = _rows(frame)
-    table = Table(title=title, caption="; ".join(f"{_HEADERS[k][0]}: {v}" for k, v in METRIC_DOCS.items()),
-                  caption_justify="left")
+    return rich_table(title, "; ".join(f"{_HEADERS[k][0]}: {v}" for k, v in METRIC_DOCS.items()), *_rows(frame))
+
+
+def rich_table(title: str, caption: str, header: list[str], rows: list[list[str]]) -> Table:
+    """A rich Table of string cells (folded, not cut), captioned on the left."""
+    table = Table(title=title, caption=caption, caption_justify="left")
     for h in header:
         table.add_column(h, overflow="fold")
     for r in rows:
