@@ -14,8 +14,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
+from dhpo_suite.runs.out_paths import dir_problem, file_problem
+from dhpo_suite.science.prereg import PreregError, digest, parse
+from dhpo_suite.train import sweep as sw
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
-from dhpo_suite.train.embedded.config import TrainConfig
+from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 
 __all__ = ["SweepArgs", "register"]
 
@@ -56,9 +59,6 @@ def register(app: typer.Typer) -> None:
     )
     @config_command(SweepArgs, (TrainConfig, SWEEP_SETS), spell=SPELL)
     def sweep(ctx: typer.Context, v: Values) -> None:
-        from dhpo_suite.science.prereg import digest
-        from dhpo_suite.train import sweep as sw
-
         a = SweepArgs(**v.of(SweepArgs))
         train_args = to_argv(ctx.command.params, v.values, keep=lambda name: name in v.given - SWEEP_FIELDS)
         try:
@@ -101,11 +101,9 @@ def register(app: typer.Typer) -> None:
                                               "scalars.csv.gz, metrics.csv, sweep/prereg/update-distance files) "
                                               "here: the few MB a report is regenerated from."),
     ) -> None:
-        from dhpo_suite.runs.out_paths import dir_problem, file_problem
         from dhpo_suite.science import compare as cmp
         from dhpo_suite.science import kept
         from dhpo_suite.science.analysis import analyse
-        from dhpo_suite.science.prereg import PreregError
         from dhpo_suite.science.tables import interval_table, runs_note
 
         if not root.is_dir():
@@ -180,8 +178,6 @@ def _registered(console, a) -> None:
 
 def _requested(algos, clip, seeds, v: Values, train_args: list[str]):
     """The requested Sweep, with every option checked before any run starts."""
-    from dhpo_suite.train import sweep as sw
-
     if algos is None or seeds is None:
         raise sw.SweepError("--algos and --seeds are both needed to start a sweep")
     names = tuple(a.strip() for a in algos.split(",") if a.strip())
@@ -216,8 +212,6 @@ def _canonical(ctx: typer.Context, tokens: tuple[str, ...]) -> tuple[str, ...]:
 def _read_prereg(path: Path) -> bytes:
     """The bytes of the pre-registration file, checked (every field) before anything is written."""
     from dhpo_suite.science.compare import METRIC_DOCS
-    from dhpo_suite.science.prereg import PreregError, parse
-    from dhpo_suite.train import sweep as sw
 
     try:
         data = path.read_bytes()
@@ -232,8 +226,6 @@ def _read_prereg(path: Path) -> bytes:
 def _check_train_options(algos, clips, seed: int, values: dict) -> None:
     """Validate one train config per objective and clip mode, as `dhpo-suite train` would (errors name the
     option)."""
-    from dhpo_suite.train import sweep as sw
-    from dhpo_suite.train.embedded.config import ConfigError
     from dhpo_suite.train.objectives.registry import parse_hparams
 
     hp_pairs = list(values.pop("hparams", None) or [])  # `--hp key=value`: typed per objective, as train does
