@@ -16,10 +16,8 @@ __all__ = ["built_once"]
 
 
 def built_once(final: Path, marker: str, build: Callable[[Path], None]) -> Path:
-    """`final`, built by `build(tmp_dir)` unless `final/marker` exists already. Returns `final`.
-
-    `marker`: the file `build` writes last, whose presence means the entry is complete.
-    """
+    """`final`, built by `build(tmp_dir)` unless `final/marker` (the file `build` writes last: the entry is
+    complete) exists already."""
     final = Path(final)
     if (final / marker).exists():
         return final

@@ -42,7 +42,12 @@ def smollm2_dir(cache: Path, log=print) -> Path:
         log(f"converting {gguf.name} to a Hugging Face directory (once; cached in {final})")
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
-        _fix_special_tokens(model, tokenizer)
+        # The GGUF metadata maps eos/pad to <|im_start|>; the chat turn really ends with <|im_end|>.
+        tokenizer.clean_up_tokenization_spaces = False  # else transformers warns on every load (destructive for BPE)
+        tokenizer.eos_token, tokenizer.pad_token = "<|im_end|>", "<|endoftext|>"
+        eos, pad = tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
+        model.config.eos_token_id, model.config.pad_token_id = eos, pad
+        model.generation_config.eos_token_id, model.generation_config.pad_token_id = eos, pad
         # dequantised on load, the weights are plain floats; transformers >= 5.1x refuses to save a model that
         # still carries its GGUF quantizer
         model.hf_quantizer = None
@@ -52,13 +57,3 @@ def smollm2_dir(cache: Path, log=print) -> Path:
         model.save_pretrained(tmp)  # last: its weights file marks the entry complete
 
     return built_once(final, "model.safetensors", build)
-
-
-def _fix_special_tokens(model, tokenizer) -> None:
-    """The GGUF metadata maps eos/pad to <|im_start|>; the chat turn really ends with <|im_end|>."""
-    tokenizer.clean_up_tokenization_spaces = False  # else transformers warns on every load (destructive for BPE)
-    tokenizer.eos_token = "<|im_end|>"
-    tokenizer.pad_token = "<|endoftext|>"
-    eos, pad = tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
-    model.config.eos_token_id, model.config.pad_token_id = eos, pad
-    model.generation_config.eos_token_id, model.generation_config.pad_token_id = eos, pad

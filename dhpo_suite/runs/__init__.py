@@ -13,7 +13,7 @@ _HOMES = {
     "FORMAT_VERSION": "format", "Problem": "format", "RunFormatError": "format", "checkpoint_path": "format",
     "is_checkpoint_complete": "format",
     "Manifest": "manifest", "read_manifest": "manifest", "SHARED_HPARAMS": "manifest", "run_hparams": "manifest",
-    "METRICS": "metrics", "describe": "metrics",
+    "METRICS": "metrics",
     "RunReader": "reader", "RunSummary": "reader", "list_runs": "reader",
     "Histogram": "records", "StepRecord": "records",
     "RunWriter": "writer", "mark_checkpoint_complete": "writer",

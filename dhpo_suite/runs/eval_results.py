@@ -86,16 +86,14 @@ def has_samples(eval_dir: Path | str) -> bool:
 
 def read_bench_samples(eval_dir: Path | str, bench: str) -> "SamplesRead":
     """All samples of `bench` (main file + shards), each (problem_id, sample) once (first file wins)."""
-    records, skipped, seen = [], [], set()
+    records: dict[tuple, dict] = {}
+    skipped: list[Problem] = []
     for path in bench_sample_files(eval_dir, bench):
         got = read_samples(path)
         skipped += got.skipped
         for r in got.records:
-            key = (r["problem_id"], r["sample"])
-            if key not in seen:
-                seen.add(key)
-                records.append(r)
-    return SamplesRead(records, skipped)
+            records.setdefault((r["problem_id"], r["sample"]), r)
+    return SamplesRead(list(records.values()), skipped)
 
 
 def checkpoint_eval_dir(run_dir: Path | str, step: int) -> Path:
@@ -106,16 +104,20 @@ def checkpoint_eval_dir(run_dir: Path | str, step: int) -> Path:
 def list_checkpoint_evals(run_dir: Path | str) -> dict[int, Path]:
     """{step: eval dir} for every `evals/step-XXXXXX/` of a run that has a summary.json (accuracy vs step)."""
     root = Path(run_dir) / EVALS
-    out = {}
-    for child in sorted(root.iterdir()) if root.is_dir() else []:
-        m = _STEP_DIR.match(child.name)
-        if m and (child / SUMMARY).is_file():
-            out[int(m.group(1))] = child
-    return out
+    children = sorted(root.iterdir()) if root.is_dir() else []
+    return {int(m.group(1)): c for c in children if (m := _STEP_DIR.match(c.name)) and (c / SUMMARY).is_file()}
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _replace_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temp file, fsync, rename over `path`, fsync the folder: readers see the old or the new
+    file, never half."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -123,17 +125,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def write_json_atomic(path: Path | str, obj: Any) -> None:
-    """Write JSON to a temp file, fsync, rename over `path`: readers see the old or the new file, never half."""
+    """Write `obj` as JSON (sorted keys, no NaN) atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, sort_keys=True, allow_nan=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    _replace_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
 
 
 def read_json(path: Path | str) -> dict:
@@ -238,12 +233,4 @@ class SampleWriter:
 
 def rewrite_samples(path: Path | str, records: Iterable[dict]) -> None:
     """Replace a samples file atomically (used by --regrade, which changes verdicts of stored samples)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    _replace_atomic(Path(path), "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))

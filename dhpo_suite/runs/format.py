@@ -101,16 +101,13 @@ def run_of_checkpoint(path: Path | str) -> Path | None:
 def complete_checkpoints(run_dir: Path | str) -> dict[int, Path]:
     """{step: path} of the run's checkpoints whose COMPLETE marker exists (half-written ones are left out), by
     step; {} when the run has no checkpoints folder."""
+    folder = Path(run_dir) / CHECKPOINTS
     try:
-        names = [n for n in os.listdir(Path(run_dir) / CHECKPOINTS) if not n.startswith(".")]
+        names = os.listdir(folder)
     except FileNotFoundError:
         return {}
-    out = {}
-    for name in names:
-        p = Path(run_dir) / CHECKPOINTS / name
-        if name.startswith("step-") and name[5:].isdigit() and is_checkpoint_complete(p):
-            out[int(name[5:])] = p
-    return dict(sorted(out.items()))
+    return dict(sorted({int(n[5:]): folder / n for n in names
+                        if n.startswith("step-") and n[5:].isdigit() and is_checkpoint_complete(folder / n)}.items()))
 
 
 def checkpoint_marker(checkpoint_dir: Path | str) -> Path:

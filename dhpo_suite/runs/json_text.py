@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +25,13 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-def _depth(text: str) -> tuple[int, int]:
-    """(deepest nesting, its character offset) of `text`'s brackets outside strings."""
-    level, deepest, where = 0, 0, 0
-    for m in _BRACKET.finditer(_STRING.sub('""', text)):
-        level += 1 if m.group() in "[{" else -1
-        if level > deepest:
-            deepest, where = level, m.start()
-    return deepest, where
-
-
 def loads_bounded(text: str, path: Path | str, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads(text), but RunFormatError naming `path` for malformed JSON or nesting deeper than `max_depth`.
 
     The depth is counted before parsing (a linear scan over the brackets outside strings).
     """
-    deepest, _ = _depth(text)
+    steps = (1 if m.group() in "[{" else -1 for m in _BRACKET.finditer(_STRING.sub('""', text)))
+    deepest = max(accumulate(steps), default=0)
     if deepest > max_depth:
         raise RunFormatError(path, f"nested {deepest} levels deep; at most {max_depth} levels of arrays and objects "
                                    f"are read (a crafted or damaged file)")

@@ -70,14 +70,12 @@ def _alive_here(rec: dict) -> bool:
     except ProcessLookupError:
         return False
     except (PermissionError, ValueError, TypeError, OverflowError):
-        return True
+        pass
     return True
 
 
 def _is_parent(rec: dict | None) -> bool:
-    if not rec:
-        return False
-    return rec.get("host") == platform.node() and rec.get("pid") == os.getppid()
+    return rec is not None and rec.get("host") == platform.node() and rec.get("pid") == os.getppid()
 
 
 class DirLock:

@@ -7,6 +7,7 @@ import platform
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
@@ -72,8 +73,8 @@ class Manifest:
         known = {f.name for f in fields(cls)}
         if "algorithm" not in d:
             raise RunFormatError(path, "missing required field 'algorithm'")
-        for key, typ in (("hparams", dict), ("config", dict), ("telemetry", dict), ("package_versions", dict)):
-            if key in d and not isinstance(d[key], typ):
+        for key in ("hparams", "config", "telemetry", "package_versions"):
+            if key in d and not isinstance(d[key], dict):
                 raise RunFormatError(path, f"field {key!r} must be a JSON object, got {type(d[key]).__name__}")
         if "status" in d and d["status"] not in STATUSES:
             raise RunFormatError(path, f"field 'status' is {d['status']!r}; expected one of {STATUSES}")
@@ -111,15 +112,10 @@ def package_versions(names: tuple[str, ...] = _PACKAGES) -> dict[str, str]:
 
 def git_revision(cwd: Path | None = None) -> str | None:
     """`<sha>` or `<sha>-dirty` of the source checkout of this package; None outside a git checkout."""
-    where = cwd or Path(__file__).resolve().parent
+    git = partial(subprocess.run, cwd=cwd or Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5)
     try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=where, capture_output=True, text=True, timeout=5,
-        ).stdout.strip()
+        sha = git(["git", "rev-parse", "HEAD"], check=True).stdout.strip()
+        dirty = git(["git", "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{sha}-dirty" if dirty else sha

@@ -9,7 +9,7 @@ docs/run-format.md shows adding one.
 
 from __future__ import annotations
 
-__all__ = ["METRICS", "BRANCHES", "metric_names", "describe"]
+__all__ = ["METRICS", "BRANCHES"]
 
 BRANCHES = ("token", "sequence", "mixed")
 
@@ -66,19 +66,5 @@ _PER_BRANCH = {
                              "'binding' token of {b} still keeps (GRPO 0; DHPO branch clipping > 0)",
 }
 
-METRICS: dict[str, str] = dict(_BASE)
-for _b in BRANCHES:
-    for _k, _v in _PER_BRANCH.items():
-        METRICS[_k.format(b=_b)] = _v.format(b=_b)
+METRICS: dict[str, str] = {**_BASE, **{k.format(b=b): v.format(b=b) for b in BRANCHES for k, v in _PER_BRANCH.items()}}
 
-
-def metric_names() -> list[str]:
-    return list(METRICS)
-
-
-def describe(name: str) -> str:
-    """One-line definition of a metric (KeyError names the metric for typos)."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise KeyError(f"unknown metric {name!r}; see dhpo_suite.runs.metrics.METRICS") from None

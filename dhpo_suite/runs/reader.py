@@ -90,11 +90,9 @@ class RunReader:
     def _append(self, tables: list[pa.Table], path: Path, columns: list[str] | None,
                 expect_step: int | None = None) -> None:
         try:
-            t = read_scalars_file(path, columns, expect_step)
+            tables.append(read_scalars_file(path, columns, expect_step))
         except RunFormatError as e:
             self._problem(e.path, e.reason)
-            return
-        tables.append(t)
 
     # ---- per-step files ----
     def distributions(self, steps: int | Iterable[int] | None, name: str) -> Histogram | dict[int, Histogram]:
@@ -134,11 +132,9 @@ class RunReader:
             raise RunFormatError(path, "missing") from None
         if not set(DISTRIBUTION_OPTIONAL) <= set(table.column_names):
             return None
-        out = {}
-        for name, low, high in zip(*(table.column(c).to_pylist() for c in ("name", *DISTRIBUTION_OPTIONAL))):
-            if isinstance(name, str) and name.startswith("log_ratio/"):
-                out[name.split("/")[1]] = (low, high)
-        return out
+        rows = zip(*(table.column(c).to_pylist() for c in ("name", *DISTRIBUTION_OPTIONAL)))
+        return {name.split("/")[1]: (low, high) for name, low, high in rows
+                if isinstance(name, str) and name.startswith("log_ratio/")}
 
     def _histograms(self, step: int, table: pa.Table) -> dict[str, Histogram]:
         try:

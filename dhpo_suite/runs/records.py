@@ -124,20 +124,15 @@ class Histogram:
 
     def merge(self, other: "Histogram") -> "Histogram":
         """Exact: same edges required, counts add."""
-        same_y = (self.y_edges is None and other.y_edges is None) or (
-            self.y_edges is not None and other.y_edges is not None and np.array_equal(self.y_edges, other.y_edges)
-        )
-        if not (np.array_equal(self.edges, other.edges) and same_y):
+        # np.array_equal(None, None) is True and None equals no array: a 1-D and a 2-D histogram differ
+        if not (np.array_equal(self.edges, other.edges) and np.array_equal(self.y_edges, other.y_edges)):
             raise ValueError("cannot merge histograms with different bin edges")
         return Histogram(self.edges, self.counts + other.counts, self.y_edges)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Histogram):
             return NotImplemented
-        y_eq = (self.y_edges is None) == (other.y_edges is None) and (
-            self.y_edges is None or np.array_equal(self.y_edges, other.y_edges)
-        )
-        return bool(np.array_equal(self.edges, other.edges) and np.array_equal(self.counts, other.counts) and y_eq)
+        return all(np.array_equal(getattr(self, f), getattr(other, f)) for f in ("edges", "counts", "y_edges"))
 
 
 @dataclass
@@ -179,9 +174,8 @@ class StepRecord:
             if name in cols:
                 raise ValueError(f"scalar name {name!r} is reserved")
             cols[name] = [float(self.scalars[name])]
-        fields = [pa.field("step", pa.int64()), pa.field("time", pa.float64())]
-        fields += [pa.field(n, pa.float64()) for n in cols if n not in ("step", "time")]
-        return pa.table(cols, schema=pa.schema(fields))
+        schema = pa.schema([("step", pa.int64()), *((n, pa.float64()) for n in cols if n != "step")])  # time: float
+        return pa.table(cols, schema=schema)
 
     def distributions_table(self) -> pa.Table:
         rows = []

@@ -121,7 +121,8 @@ class RunWriter:
     # ---- steps ----
     def write_step(self, record: StepRecord) -> None:
         """Persist one step; when this returns the step is committed and readable."""
-        self._check_open()
+        if self._closed:
+            raise RuntimeError(f"{self.run_dir}: writer is closed")
         s = int(record.step)
         if s < 0:
             raise ValueError(f"step must be >= 0, got {s}")
@@ -151,14 +152,11 @@ class RunWriter:
                 aside = target.with_name(f"{SCALARS_COMPACT}.corrupt-{int(time.time())}")
                 os.replace(target, aside)
                 warnings.warn(f"{e}; moved to {aside.name}", stacklevel=2)
-        readable = []
-        for f in files:
+        for f in list(files):
             try:
                 tables.append(read_scalars_file(f, expect_step=parse_step_file(f)))
-                readable.append(f)
             except RunFormatError:
-                continue  # left in place: the reader reports it
-        files = readable
+                files.remove(f)  # left in place: the reader reports it
         if not tables:
             return
         merged = pa.concat_tables(tables, promote_options="permissive")
@@ -172,8 +170,7 @@ class RunWriter:
         self._pending = 0
 
     def _per_step_scalar_files(self) -> list[Path]:
-        folder = self.run_dir / "scalars"
-        return sorted_step_files(folder.glob("step-*.parquet"))
+        return sorted_step_files((self.run_dir / "scalars").glob("step-*.parquet"))
 
     # ---- checkpoints ----
     def checkpoint_dir(self, step: int) -> Path:
@@ -219,10 +216,6 @@ class RunWriter:
         else:
             self.close("failed", f"{exc_type.__name__}: {exc}")
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError(f"{self.run_dir}: writer is closed")
-
     def _write_manifest(self) -> None:
         data = json.dumps(self.manifest.to_dict(), indent=1, default=_json_default).encode()
         atomic_write_bytes(self.run_dir / MANIFEST, data, self.fsync)
@@ -231,7 +224,7 @@ class RunWriter:
 def _json_default(v: Any) -> Any:
     if hasattr(v, "item"):
         return v.item()
-    if isinstance(v, (Path,)):
+    if isinstance(v, Path):
         return str(v)
     if isinstance(v, (set, tuple)):
         return list(v)

@@ -148,8 +148,7 @@ def update_ratio(data: dict, arm: str, baseline: str) -> tuple[float, str]:
     for cp in data["checkpoints"]:
         d, pairs = cp["distance"], cp.get("pairs", {})
         if ref in (arm, baseline):
-            other = baseline if arm == ref else arm
-            dist = d.get(other)
+            dist = d.get(baseline if arm == ref else arm)
         elif f"{arm}|{baseline}" in pairs or f"{baseline}|{arm}" in pairs:
             dist = pairs.get(f"{arm}|{baseline}", pairs.get(f"{baseline}|{arm}"))
         else:

@@ -12,11 +12,13 @@ import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
+from dhpo_suite.runs.out_paths import dir_problem, file_problem
+from dhpo_suite.science.prereg import PreregError, digest, parse
+from dhpo_suite.train import sweep as sw
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
-from dhpo_suite.train.embedded.config import TrainConfig
+from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 
 __all__ = ["SweepArgs", "register"]
 
@@ -57,8 +59,6 @@ def register(app: typer.Typer) -> None:
     )
     @config_command(SweepArgs, (TrainConfig, SWEEP_SETS), spell=SPELL)
     def sweep(ctx: typer.Context, v: Values) -> None:
-        from dhpo_suite.train import sweep as sw
-
         a = SweepArgs(**v.of(SweepArgs))
         train_args = to_argv(ctx.command.params, v.values, keep=lambda name: name in v.given - SWEEP_FIELDS)
         try:
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
                 requested = _requested(a.algos, a.clip, a.seeds, v, train_args)
                 if a.prereg is not None:
                     registration = _read_prereg(a.prereg)
-                    requested = dataclasses.replace(requested, prereg_sha256=_digest(registration))
+                    requested = dataclasses.replace(requested, prereg_sha256=digest(registration))
             grid = sw.load_or_create(a.out, requested, registration, canonical=lambda t: _canonical(ctx, t))
         except sw.SweepError as e:
             _fail(str(e))
@@ -101,11 +101,9 @@ def register(app: typer.Typer) -> None:
                                               "scalars.csv.gz, metrics.csv, sweep/prereg/update-distance files) "
                                               "here: the few MB a report is regenerated from."),
     ) -> None:
-        from dhpo_suite.runs.out_paths import dir_problem, file_problem
         from dhpo_suite.science import compare as cmp
         from dhpo_suite.science import kept
         from dhpo_suite.science.analysis import analyse
-        from dhpo_suite.science.prereg import PreregError
         from dhpo_suite.science.tables import interval_table, runs_note
 
         if not root.is_dir():
@@ -157,7 +155,7 @@ def _descriptive(console, metrics, baseline: str) -> None:
 
 
 def _registered(console, a) -> None:
-    from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows
+    from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows, rich_table
 
     console.print(f"pre-registration: {a.source / 'prereg.json'} (sha256 {a.prereg.sha256[:12]}…, registered in "
                   f"sweep.json before the runs); primary metric {a.prereg.primary_metric}; family of "
@@ -167,28 +165,19 @@ def _registered(console, a) -> None:
                   "runs only)")
     for line in a.checks.lines:
         console.print(f"- {line}", highlight=False)
-    table = Table(title="Pre-registered contrasts: paired over shared seeds", caption_justify="left",
-                  caption="t p: two-sided paired t-test; Holm p: the p the verdict reads (t, or TOST for an equality), "
-                          "adjusted over the family; sign-flip p: exact "
-                          "permutation; TOST p: equivalence within the margin; P(impr.): P(arm beats baseline "
-                          "in the claimed direction) over all pairs of runs")
-    for h in CONTRAST_HEADER:
-        table.add_column(h, overflow="fold")
-    for row in contrast_rows(a.contrasts):
-        table.add_row(*row)
-    console.print(table)
-    console.print("[bold]Power[/]")
-    for r in a.contrasts.itertuples():
-        console.print(f"- {r.name}: {r.power}", highlight=False)
-    console.print("[bold]Verdicts[/] (from prereg.json only)")
-    for r in a.contrasts.itertuples():
-        console.print(f"- {r.name}: {r.verdict}", highlight=False)
+    console.print(rich_table("Pre-registered contrasts: paired over shared seeds",
+                             "t p: two-sided paired t-test; Holm p: the p the verdict reads (t, or TOST for an "
+                             "equality), adjusted over the family; sign-flip p: exact permutation; TOST p: equivalence "
+                             "within the margin; P(impr.): P(arm beats baseline in the claimed direction) over all "
+                             "pairs of runs", CONTRAST_HEADER, contrast_rows(a.contrasts)))
+    for title, column in (("[bold]Power[/]", "power"), ("[bold]Verdicts[/] (from prereg.json only)", "verdict")):
+        console.print(title)
+        for r in a.contrasts.itertuples():
+            console.print(f"- {r.name}: {getattr(r, column)}", highlight=False)
 
 
 def _requested(algos, clip, seeds, v: Values, train_args: list[str]):
     """The requested Sweep, with every option checked before any run starts."""
-    from dhpo_suite.train import sweep as sw
-
     if algos is None or seeds is None:
         raise sw.SweepError("--algos and --seeds are both needed to start a sweep")
     names = tuple(a.strip() for a in algos.split(",") if a.strip())
@@ -223,8 +212,6 @@ def _canonical(ctx: typer.Context, tokens: tuple[str, ...]) -> tuple[str, ...]:
 def _read_prereg(path: Path) -> bytes:
     """The bytes of the pre-registration file, checked (every field) before anything is written."""
     from dhpo_suite.science.compare import METRIC_DOCS
-    from dhpo_suite.science.prereg import PreregError, parse
-    from dhpo_suite.train import sweep as sw
 
     try:
         data = path.read_bytes()
@@ -236,17 +223,9 @@ def _read_prereg(path: Path) -> bytes:
     return data
 
 
-def _digest(data: bytes) -> str:
-    from dhpo_suite.science.prereg import digest
-
-    return digest(data)
-
-
 def _check_train_options(algos, clips, seed: int, values: dict) -> None:
     """Validate one train config per objective and clip mode, as `dhpo-suite train` would (errors name the
     option)."""
-    from dhpo_suite.train import sweep as sw
-    from dhpo_suite.train.embedded.config import ConfigError
     from dhpo_suite.train.objectives.registry import parse_hparams
 
     hp_pairs = list(values.pop("hparams", None) or [])  # `--hp key=value`: typed per objective, as train does
@@ -268,23 +247,23 @@ def _fail(message: str) -> None:
 
 
 class _Bar:
-    """A rich progress bar over the grid's steps, with runs finished / total and the runs in flight."""
+    """A rich progress bar over the grid's steps, with runs finished / total and the runs in flight; disabled, one
+    line per finished run."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled, self._task, self._finished = enabled, None, 0
+        self._p = Progress(TextColumn("[bold]sweep[/] {task.fields[runs]}"), BarColumn(),
+                           TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+                           TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=not enabled)
+        self._task, self._finished = None, 0
 
     def __enter__(self) -> "_Bar":
-        if self.enabled:
-            self._p = Progress(TextColumn("[bold]sweep[/] {task.fields[runs]}"), BarColumn(),
-                               TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
-                               TimeRemainingColumn(), TextColumn("{task.fields[info]}"))
-            self._p.__enter__()
+        self._p.start()
         return self
 
     def update(self, s: dict) -> None:
         runs = f"{s['finished']}/{s['cells']} runs"
         info = f"running: {', '.join(s['running'])}" + (f"  [red]{s['failed']} failed[/]" if s["failed"] else "")
-        if not self.enabled:
+        if self._p.disable:
             if s["finished"] != self._finished:
                 typer.echo(f"sweep: {runs}, {s['steps']}/{s['total_steps']} steps; {info}", err=True)
                 self._finished = s["finished"]
@@ -294,5 +273,4 @@ class _Bar:
         self._p.update(self._task, completed=s["steps"], runs=runs, info=info)
 
     def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self._p.__exit__(*exc)
+        self._p.stop()

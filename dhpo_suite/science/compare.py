@@ -32,11 +32,11 @@ import pandas as pd
 
 from dhpo_suite.dashboard.collapse import detect_collapse
 from dhpo_suite.dashboard.groups import setting_text
-from dhpo_suite.runs import SHARED_HPARAMS, RunFormatError, RunReader, list_runs
+from dhpo_suite.runs import SHARED_HPARAMS, Manifest, RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
 __all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences",
-           "readable_runs", "run_label", "run_labels", "run_metrics", "summarize"]
+           "readable_runs", "run_label", "run_labels", "run_metrics", "stack", "summarize"]
 
 METRIC_DOCS = {
     "final_reward": "held-out reward after the last step",
@@ -62,14 +62,10 @@ class Interval:
     n: int
 
 
-def run_label(reader: RunReader) -> str:
-    """Algorithm, plus the clip mode for DHPO objectives (e.g. "dhpo-e-unified"); the clip is the resolved
-    one the objective recorded, so a default run and an explicit `--clip branch` run share a label."""
-    return run_label_of(reader.manifest)
-
-
-def run_label_of(m) -> str:
-    """run_label from a manifest."""
+def run_label(m: Manifest) -> str:
+    """A run's algorithm, plus the clip mode for DHPO objectives (e.g. "dhpo-e-unified"), from its manifest; the
+    clip is the resolved one the objective recorded, so a default run and an explicit `--clip branch` run share a
+    label."""
     clip = m.hparams.get("clip") if m.algorithm.startswith("dhpo") else None
     return f"{m.algorithm}-{clip}" if clip else m.algorithm
 
@@ -88,9 +84,9 @@ def run_metrics(frame: pd.DataFrame, late_frac: float = 0.25) -> dict[str, float
     steps = frame["step"].to_numpy()
     late = frame[frame["step"] > steps.max() - max(1, round(late_frac * len(steps)))] if len(steps) else frame
     span = curve.index.max() - curve.index.min() if len(curve) > 1 else 0
-    ent = frame.set_index("step")["entropy/mean"] if "entropy/mean" in frame else pd.Series(dtype=float)
-    length = frame.set_index("step")["length/mean"] if "length/mean" in frame else pd.Series(dtype=float)
-    collapse = detect_collapse(ent, length).step
+    by_step = frame.set_index("step")
+    collapse = detect_collapse(*(by_step[c] if c in frame else pd.Series(dtype=float)
+                                 for c in ("entropy/mean", "length/mean"))).step
     return {
         "final_reward": float(curve.iloc[-1]) if len(curve) else float("nan"),
         "reward_auc": float(np.trapezoid(curve.to_numpy(), curve.index.to_numpy()) / span) if span else float("nan"),
@@ -146,7 +142,7 @@ def load_sweep(root: Path | str, late_frac: float = 0.25, all_columns: bool = Fa
         loaded.append((summary.path.relative_to(root).as_posix(), reader.manifest, frame))
     labels = run_labels([m for _, m, _ in loaded])
     runs = [(run, label, m.seed, m.status, frame) for (run, m, frame), label in zip(loaded, labels)]
-    return metrics_of(runs, late_frac), _stack(runs), problems
+    return metrics_of(runs, late_frac), stack(runs), problems
 
 
 def metrics_of(runs: list[tuple], late_frac: float = 0.25) -> pd.DataFrame:
@@ -158,7 +154,8 @@ def metrics_of(runs: list[tuple], late_frac: float = 0.25) -> pd.DataFrame:
     return metrics.sort_values(["label", "seed", "run"], ignore_index=True)
 
 
-def _stack(runs: list[tuple]) -> pd.DataFrame:
+def stack(runs: list[tuple]) -> pd.DataFrame:
+    """The scalar frames of (run, label, seed, status, frame) tuples stacked, with label, seed and run columns."""
     frames = [frame.assign(label=label, seed=seed, run=run) for run, label, seed, _, frame in runs]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed"])
 
@@ -169,7 +166,7 @@ def run_labels(manifests: list) -> list[str]:
     `grpo-eps_high=0.28`), ` · key=value` for an optimisation setting (runs.SHARED_HPARAMS, as the dashboard's
     groups name them: DHPO-E runs at two lrs are `dhpo-e-branch · lr=0.0001` and `dhpo-e-branch · lr=4e-05`,
     never averaged together). A setting every run shares names no one, nor one that not every run recorded."""
-    base = [run_label_of(m) for m in manifests]
+    base = [run_label(m) for m in manifests]
     varying: dict[str, set[str]] = {}
     for label, m in zip(base, manifests):
         for other_label, other in zip(base, manifests):
@@ -200,12 +197,9 @@ def interval(values) -> Interval:
 
 def summarize(metrics: pd.DataFrame) -> pd.DataFrame:
     """One row per label, per metric an Interval (columns: label, n, <metric> ..., collapsed = k/n)."""
-    rows = []
-    for label, g in metrics.groupby("label", sort=True):
-        row = {"label": label, "n": len(g), "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}"}
-        row.update({m: interval(g[m]) for m in METRIC_DOCS})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"label": label, "n": len(g), "collapsed": f"{int(g['collapsed'].sum())}/{len(g)}",
+                          **{m: interval(g[m]) for m in METRIC_DOCS}}
+                         for label, g in metrics.groupby("label", sort=True)])
 
 
 def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.DataFrame:
@@ -214,15 +208,14 @@ def paired_differences(metrics: pd.DataFrame, baseline: str = "grpo") -> pd.Data
     Several runs of one label and seed (outside a sweep) are averaged first."""
     per_seed = metrics.groupby(["label", "seed"], as_index=False)[list(METRIC_DOCS)].mean()  # repeats averaged
     base = per_seed[per_seed["label"] == baseline].set_index("seed")
-    rows = []
     if base.empty:
-        return pd.DataFrame(rows)
+        return pd.DataFrame([])
+    rows = []
     for label, g in per_seed[per_seed["label"] != baseline].groupby("label", sort=True):
         g = g.set_index("seed")
         shared = sorted(set(g.index) & set(base.index))
-        row = {"label": label, "seeds": shared}
-        row.update({m: interval(g.loc[shared, m].to_numpy() - base.loc[shared, m].to_numpy()) for m in METRIC_DOCS})
-        rows.append(row)
+        diff = {m: interval(g.loc[shared, m].to_numpy() - base.loc[shared, m].to_numpy()) for m in METRIC_DOCS}
+        rows.append({"label": label, "seeds": shared, **diff})
     return pd.DataFrame(rows)
 
 

@@ -26,9 +26,9 @@ __all__ = ["evaluate", "power_line", "verdict"]
 def paired_values(metrics: pd.DataFrame, k: Contrast) -> tuple[list[int], np.ndarray, np.ndarray]:
     """(shared seeds, arm values, baseline values) of contrast `k`; repeats of a (label, seed) averaged."""
     per_seed = metrics.groupby(["label", "seed"])[k.metric].mean()
-    arm = per_seed.xs(k.arm, level="label") if k.arm in per_seed.index.get_level_values(0) else pd.Series(dtype=float)
-    base = per_seed.xs(k.baseline, level="label") if k.baseline in per_seed.index.get_level_values(0) else \
-        pd.Series(dtype=float)
+    labels = per_seed.index.get_level_values(0)
+    arm, base = (per_seed.xs(lab, level="label") if lab in labels else pd.Series(dtype=float)
+                 for lab in (k.arm, k.baseline))
     shared = sorted(set(arm.dropna().index) & set(base.dropna().index))
     return [int(s) for s in shared], arm.loc[shared].to_numpy(), base.loc[shared].to_numpy()
 
@@ -40,7 +40,7 @@ def evaluate(prereg: Prereg, metrics: pd.DataFrame, unresolvable: dict[str, str]
         seeds, a, b = paired_values(metrics, k)
         t = stats.paired_test(a - b)
         rows.append({"name": k.name, "claim": k.claim, "arm": k.arm, "baseline": k.baseline, "metric": k.metric,
-                     "direction": k.direction, "margin": k.margin, "family": prereg.in_family(k.name),
+                     "direction": k.direction, "margin": k.margin, "family": k.name in prereg.family,
                      "seeds": seeds, "n": t.n, "mean": t.mean, "sd": t.sd, "lo": t.lo, "hi": t.hi, "p": t.p,
                      "p_sign_flip": t.p_sign_flip,
                      "p_tost": stats.tost(a - b, k.margin) if k.direction == "equal" else math.nan,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dhpo_suite.science.compare import metrics_of, readable_runs, run_labels
+from dhpo_suite.science.compare import metrics_of, readable_runs, run_labels, stack
 
 __all__ = ["COPIED", "RUNS_FILE", "SCALARS_FILE", "export", "is_kept", "load", "portable", "run_table"]
 
@@ -44,11 +44,6 @@ def portable(argv: list[str], root: Path) -> list[str]:
            for i, a in enumerate(argv)]
     base = str(root.resolve()) + "/"
     return [a[len(base):] if a.startswith(base) else a for a in out]
-
-
-def _source(root: Path) -> str:
-    """The sweep directory as the report's commands name it: relative as given, an absolute one by its name."""
-    return root.name if root.is_absolute() else root.as_posix()
 
 
 def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
@@ -79,7 +74,9 @@ def export(root: Path, dest: Path, late_frac: float = 0.25) -> list[str]:
     for sub in sorted(root.glob("*/sweep.json")):
         (dest / sub.parent.name).mkdir(exist_ok=True)
         shutil.copyfile(sub, dest / sub.parent.name / "sweep.json")
-    (dest / "kept.json").write_text(json.dumps({"source": _source(root)}) + "\n")
+    # the sweep directory as the report's commands name it: relative as given, an absolute one by its name
+    source = root.name if root.is_absolute() else root.as_posix()
+    (dest / "kept.json").write_text(json.dumps({"source": source}) + "\n")
     load(dest, late_frac)[0].to_csv(dest / METRICS_FILE, index=False)
     return problems
 
@@ -96,6 +93,4 @@ def load(dest: Path, late_frac: float = 0.25) -> tuple[pd.DataFrame, pd.DataFram
     frames = dict(tuple(scalars.groupby("run", sort=False)))
     tuples = [(r.run, r.label, int(r.seed), r.status, frames[r.run].drop(columns="run").reset_index(drop=True))
               for r in runs.itertuples() if r.run in frames]
-    stacked = pd.concat([f.assign(label=label, seed=seed, run=run) for run, label, seed, _, f in tuples],
-                        ignore_index=True)
-    return metrics_of(tuples, late_frac), stacked, []
+    return metrics_of(tuples, late_frac), stack(tuples), []

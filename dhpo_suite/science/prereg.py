@@ -61,9 +61,6 @@ class Prereg:
     checks: dict
     sha256: str = ""
 
-    def in_family(self, name: str) -> bool:
-        return name in self.family
-
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

@@ -10,13 +10,13 @@ from rich.table import Table
 
 from dhpo_suite.science.compare import METRIC_DOCS, Interval
 
-__all__ = ["CONTRAST_HEADER", "contrast_rows", "fmt_interval", "interval_table", "markdown_table", "runs_note"]
+__all__ = ["CONTRAST_HEADER", "contrast_rows", "fmt_interval", "interval_table", "markdown_table", "rich_table",
+           "runs_note"]
 
-_DIGITS = {"final_reward": 3, "reward_auc": 3, "late_entropy": 3, "late_length": 1, "collapse_step": 1,
-           "residual_sd": 3, "mean_kl": 4, "grad_norm_sd": 3}
-_HEADERS = {"final_reward": "final reward", "reward_auc": "reward AUC", "late_entropy": "late entropy",
-            "late_length": "late length", "collapse_step": "collapse step", "residual_sd": "residual sd",
-            "mean_kl": "mean KL", "grad_norm_sd": "grad-norm sd"}
+_HEADERS = {"final_reward": ("final reward", 3), "reward_auc": ("reward AUC", 3), "late_entropy": ("late entropy", 3),
+            "late_length": ("late length", 1), "collapse_step": ("collapse step", 1),
+            "residual_sd": ("residual sd", 3), "mean_kl": ("mean KL", 4), "grad_norm_sd": ("grad-norm sd", 3)}
+"""Per metric: its column header and the digits its values are shown with."""
 CONTRAST_HEADER = ["contrast", "arm − baseline", "metric", "claim", "seeds", "mean [95 % t-CI]", "t p", "Holm p",
                    "sign-flip p", "TOST p", "P(impr.)", "verdict"]
 
@@ -32,21 +32,20 @@ def fmt_interval(iv: Interval, digits: int = 3) -> str:
 
 def _rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     extra = [c for c in ("n", "collapsed", "seeds") if c in frame]
-    header = ["label", *extra, *(_HEADERS[m] for m in METRIC_DOCS)]
-    rows = []
-    for _, r in frame.iterrows():
-        cells = [str(r["label"])]
-        cells += [(",".join(map(str, r[c])) if c == "seeds" else str(r[c])) for c in extra]
-        cells += [fmt_interval(r[m], _DIGITS[m]) for m in METRIC_DOCS]
-        rows.append(cells)
+    header = ["label", *extra, *(_HEADERS[m][0] for m in METRIC_DOCS)]
+    rows = [[str(r["label"]), *(",".join(map(str, r[c])) if c == "seeds" else str(r[c]) for c in extra),
+             *(fmt_interval(r[m], _HEADERS[m][1]) for m in METRIC_DOCS)] for _, r in frame.iterrows()]
     return header, rows
 
 
 def interval_table(frame: pd.DataFrame, title: str):
     """A rich Table of summarize() or paired_differences() output, with the metric definitions as caption."""
-    header, rows = _rows(frame)
-    table = Table(title=title, caption="; ".join(f"{_HEADERS[k]}: {v}" for k, v in METRIC_DOCS.items()),
-                  caption_justify="left")
+    return rich_table(title, "; ".join(f"{_HEADERS[k][0]}: {v}" for k, v in METRIC_DOCS.items()), *_rows(frame))
+
+
+def rich_table(title: str, caption: str, header: list[str], rows: list[list[str]]) -> Table:
+    """A rich Table of string cells (folded, not cut), captioned on the left."""
+    table = Table(title=title, caption=caption, caption_justify="left")
     for h in header:
         table.add_column(h, overflow="fold")
     for r in rows:
@@ -74,8 +73,7 @@ def contrast_rows(table: pd.DataFrame) -> list[list[str]]:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    header, rows = _rows(frame)
-    return markdown_rows(header, rows)
+    return markdown_rows(*_rows(frame))
 
 
 def markdown_rows(header: list[str], rows: list[list[str]]) -> str:

@@ -90,11 +90,6 @@ def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() * b.double()).sum()) / (na * nb) if na and nb else float("nan")
 
 
-def _load(path: Path) -> _State:
-    model, tokenizer = load_model(path, safetensors_only=True)
-    return _State(model, tokenizer, read_trainer_state(path))
-
-
 def _heldout_tokens(st: _State, cfg: Any, task: Any, n: int, max_new: int) -> tuple[Any, torch.Tensor]:
     """n held-out responses sampled once from the checkpoint's policy, and their log π_before (valid tokens)."""
     problems = task.make_problems(n, seed=cfg.seed, split="test")
@@ -160,13 +155,14 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
                      pool: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Every arm's one-step update from checkpoint `step` of `run_dir` (the next step's rollout), against the
     reference arm (arms[0]) and the second-rollout yardstick. Returns the checkpoint's entry of the JSON file."""
-    cfg = TrainConfig(**{k: v for k, v in RunReader(run_dir).manifest.config.items() if not k.startswith("_")})
-    ckpts = RunReader(run_dir).checkpoints()
+    reader = RunReader(run_dir)
+    cfg = TrainConfig(**{k: v for k, v in reader.manifest.config.items() if not k.startswith("_")})
+    ckpts = reader.checkpoints()
     if step not in ckpts:
         raise ValueError(f"--steps: {run_dir} has no complete checkpoint at step {step} (has {sorted(ckpts)})")
     task = get_task(cfg.task)
     max_new = cfg.max_new_tokens or task.max_new_tokens
-    st = _load(ckpts[step])
+    st = _State(*load_model(ckpts[step], safetensors_only=True), read_trainer_state(ckpts[step]))
     problems = task.make_problems(cfg.train_pool, seed=cfg.seed, split="train")
     seed = cfg.seed * 1_000_003 + step + 1  # loop.train_step's sampling seed for the next step
     rollouts = {"same": _rollout(st, cfg, task, problems, step + 1, seed, pool, max_new),
@@ -188,7 +184,9 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
            "distance": distance,
            "pairs": {f"{a}|{b}": _rms(deltas[a] - deltas[b]) for i, a in enumerate(others) for b in others[i + 1:]},
            "reference_update": _rms(base), "yardstick_cosine": _cosine(second, base),
-           "heldout_tokens": int(before.numel()), "informative_share": _informative(rollouts["same"]),
+           "heldout_tokens": int(before.numel()),
+           # responses with a non-zero advantage (their group holds right and wrong answers)
+           "informative_share": float((rollouts["same"].advantages != 0).float().mean()),
            "arms": {a.name: {"update": _rms(deltas[a.name]), "cosine": _cosine(deltas[a.name], base),
                              **facts[a.name]} for a in arms}}
     for a in arms:
@@ -197,11 +195,6 @@ def probe_checkpoint(run_dir: Path, step: int, *, arms: tuple[Arm, ...] = ARMS, 
             f"kept {facts[a.name]['kept_share']:.3f}")
     log(f"  step {step}: yardstick {yard:.4g}, GRPO's update {_rms(base):.4g} (rms nats/token)")
     return out
-
-
-def _informative(batch: Any) -> float:
-    """Share of the rollout's responses with a non-zero advantage (their group holds right and wrong answers)."""
-    return float((batch.advantages != 0).float().mean())
 
 
 def probe_run(run_dir: Path, steps: list[int] | None = None, *, arms: tuple[Arm, ...] = ARMS, heldout: int = 64,

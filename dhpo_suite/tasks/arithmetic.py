@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+from typing import Callable
 
-__all__ = ["SPLITS", "make_problems", "question_problems", "prompt_text", "solution_text", "SYSTEM_PROMPT"]
+__all__ = ["SPLITS", "make_problems", "question_problems", "SYSTEM_PROMPT"]
 
 SPLITS = ("train", "test")
 SYSTEM_PROMPT = "Solve the problem step by step. Put the final answer in \\boxed{}."
@@ -48,6 +49,23 @@ def _draw(rng: random.Random, n_ops: int, max_operand: int, level: int) -> tuple
     return f"Compute {expr}.", steps, value
 
 
+def distinct_draws(n: int, split: str, draw: Callable[[], tuple], too_few: Callable[[int], str]) -> list[tuple]:
+    """`n` results of `draw()` whose problem text (their first item) is new and falls in `split`; ValueError with
+    `too_few(found)` when `_MAX_TRIES_PER_PROBLEM` draws per problem find fewer."""
+    out: list[tuple] = []
+    seen: set[str] = set()
+    for _ in range(_MAX_TRIES_PER_PROBLEM * max(n, 1)):
+        if len(out) == n:
+            return out
+        got = draw()
+        if got[0] not in seen and _split_of(got[0]) == split:
+            seen.add(got[0])
+            out.append(got)
+    if len(out) < n:
+        raise ValueError(too_few(len(out)))
+    return out
+
+
 def make_problems(n: int, seed: int = 0, split: str = "train", *, n_ops: int = 2, max_operand: int = 20,
                   level: int = 1) -> list[dict]:
     """`n` distinct problems of `split` ("train" or "test"): dicts with id, problem, answer (str), solution.
@@ -61,21 +79,12 @@ def make_problems(n: int, seed: int = 0, split: str = "train", *, n_ops: int = 2
         raise ValueError(f"need n >= 0, n_ops >= 1, max_operand >= 1 (got n={n}, n_ops={n_ops}, "
                          f"max_operand={max_operand})")
     rng = random.Random(f"arithmetic/{seed}/{split}/{n_ops}/{max_operand}/{level}")
-    out: list[dict] = []
-    seen: set[str] = set()
-    tries = 0
-    while len(out) < n:
-        tries += 1
-        if tries > _MAX_TRIES_PER_PROBLEM * max(n, 1):
-            raise ValueError(f"only {len(out)} distinct {split} problems exist for n_ops={n_ops}, "
-                             f"max_operand={max_operand}; asked for {n}")
-        problem, steps, answer = _draw(rng, n_ops, max_operand, level)
-        if problem in seen or _split_of(problem) != split:
-            continue
-        seen.add(problem)
-        out.append({"id": f"{split}-{seed}-{len(out)}", "problem": problem, "answer": str(answer),
-                    "solution": "\n".join(steps + [f"\\boxed{{{answer}}}"])})
-    return out
+    draws = distinct_draws(n, split, lambda: _draw(rng, n_ops, max_operand, level),
+                           lambda found: f"only {found} distinct {split} problems exist for n_ops={n_ops}, "
+                                         f"max_operand={max_operand}; asked for {n}")
+    return [{"id": f"{split}-{seed}-{i}", "problem": problem, "answer": str(answer),
+             "solution": "\n".join(steps + [f"\\boxed{{{answer}}}"])}
+            for i, (problem, steps, answer) in enumerate(draws)]
 
 
 def question_problems(n: int, seed: int = 0, split: str = "train", *, max_first: int = 15,
@@ -91,23 +100,9 @@ def question_problems(n: int, seed: int = 0, split: str = "train", *, max_first:
     if n < 0 or max_first < 1 or max_second < 1:
         raise ValueError(f"need n >= 0, max_first >= 1, max_second >= 1 (got n={n}, max_first={max_first}, "
                          f"max_second={max_second})")
-    pool = []
-    for a in range(1, max_first + 1):
-        for b in range(1, max_second + 1):
-            pool.append((a, "+", b, a + b))
-            if a >= b:
-                pool.append((a, "-", b, a - b))
-    pool = [q for q in pool if _split_of(f"What is {q[0]} {q[1]} {q[2]}?") == split]
+    pool = [(a, op, b, a + b if op == "+" else a - b) for a in range(1, max_first + 1) for b in range(1, max_second + 1)
+            for op in "+-" if (op == "+" or a >= b) and _split_of(f"What is {a} {op} {b}?") == split]
     random.Random(f"question/{seed}/{split}/{max_first}/{max_second}").shuffle(pool)
     return [{"id": f"{split}-{seed}-{i}", "problem": f"What is {a} {op} {b}?", "answer": str(c),
              "solution": f"{a} {op} {b} = {c}\n\\boxed{{{c}}}"} for i, (a, op, b, c) in enumerate(pool[:n])]
 
-
-def prompt_text(problem: dict) -> str:
-    """The user message for a problem (the chat template adds the system prompt and roles)."""
-    return problem["problem"]
-
-
-def solution_text(problem: dict) -> str:
-    """The reference response used by the supervised warm-start."""
-    return problem["solution"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from dhpo_suite.tasks.arithmetic import SPLITS, _split_of
+from dhpo_suite.tasks.arithmetic import SPLITS, distinct_draws
 
 __all__ = ["make_problems", "SYSTEM_PROMPT"]
 
@@ -47,14 +47,7 @@ def make_problems(n: int, seed: int = 0, split: str = "train") -> list[dict]:
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = random.Random(f"word-problems/{seed}/{split}")
-    out, seen, tries = [], set(), 0
-    while len(out) < n:
-        tries += 1
-        if tries > 1000 * max(n, 1):
-            raise ValueError(f"only {len(out)} distinct {split} word problems found; asked for {n}")
-        problem, answer = _one(rng)
-        if problem in seen or _split_of(problem) != split:
-            continue
-        seen.add(problem)
-        out.append({"id": f"{split}-{seed}-{len(out)}", "problem": problem, "answer": str(answer)})
-    return out
+    draws = distinct_draws(n, split, lambda: _one(rng),
+                           lambda found: f"only {found} distinct {split} word problems found; asked for {n}")
+    return [{"id": f"{split}-{seed}-{i}", "problem": problem, "answer": str(answer)}
+            for i, (problem, answer) in enumerate(draws)]

@@ -31,14 +31,11 @@ ALGOS = ("grpo", "gspo", "gmpo", "cispo", "sapo", "dhpo-a", "dhpo-e")
 """The objectives a synthetic run can simulate (each with the library's defaults)."""
 
 
-def __getattr__(name: str):
-    if name == "ALGO_BOUNDS":  # computed on use: the objective library imports torch
-        return _algo_bounds()
-    raise AttributeError(name)
-
-
-def _algo_bounds() -> dict[str, dict[str, tuple[float, float] | None]]:
-    """Trust regions (ratio space) per branch, as the objective library reports them with its defaults."""
+def __getattr__(name: str) -> dict[str, dict[str, tuple[float, float] | None]]:
+    """ALGO_BOUNDS: trust regions (ratio space) per branch, as the objective library reports them with its
+    defaults; computed on use, as the objective library imports torch."""
+    if name != "ALGO_BOUNDS":
+        raise AttributeError(name)
     import torch
 
     from dhpo_suite.train.objectives import get_objective
@@ -134,6 +131,10 @@ def _decode(ids) -> list[str]:
 
 
 def _simulate_step(acc, rng, algo, step, collapse_at, prompts, group_size, max_len) -> None:
+    import torch
+
+    from dhpo_suite.train.objectives import group_advantages
+
     collapse = 0 if collapse_at is None else max(0, step - collapse_at)
     n = prompts * group_size
     # Rollout: accuracy rises then stalls (and slips) after a collapse.
@@ -142,7 +143,7 @@ def _simulate_step(acc, rng, algo, step, collapse_at, prompts, group_size, max_l
     correct = rng.random(n) < 1 / (1 + np.exp(-(math.log(p_correct / (1 - p_correct)) - difficulty)))
     rewards = correct.astype(np.float64)
     lengths = np.clip(rng.normal(0.5 * max_len + 0.1 * step, 0.2 * max_len, n), 4, max_len).astype(np.int64)
-    adv = _group_advantages(rewards, group_size)
+    adv = group_advantages(torch.from_numpy(rewards), group_size).numpy()  # Eq. 1, from the objective library
     rids = np.arange(n, dtype=np.int64) + step * 1_000_000
     acc.add_rollout(rewards, lengths, lengths >= max_len, group_size, response_ids=rids, correct=correct)
     # Tokens: log-normal entropy whose median shrinks 10 %/step after the collapse.
@@ -156,15 +157,6 @@ def _simulate_step(acc, rng, algo, step, collapse_at, prompts, group_size, max_l
     token_ids = rng.integers(0, 14, (n, max_len))
     acc.add_update(_score(algo, old_lp, log_ratio, A, mask, entropy), response_ids=rids,
                    token_ids=_tensor(token_ids), old_log_prob=_tensor(old_lp))
-
-
-def _group_advantages(rewards: np.ndarray, group_size: int) -> np.ndarray:
-    """Eq. 1, from the objective library."""
-    import torch
-
-    from dhpo_suite.train.objectives import group_advantages
-
-    return group_advantages(torch.from_numpy(rewards), group_size).numpy()
 
 
 def _tensor(a: np.ndarray):
