@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import step_file
 
-__all__ = ["mtime", "run_version", "evals_version", "runs_table", "list_runs", "scalars", "histograms",
+__all__ = ["mtime", "run_version", "step_versions", "evals_version", "runs_table", "list_runs", "scalars", "histograms",
            "outliers", "outlier_tables", "samples", "trust_bounds", "edge_bounds", "standalone_evals",
            "eval_summaries", "eval_samples"]
 
@@ -116,11 +116,28 @@ def _family(name: str) -> tuple[str, ...]:
     return (name,)
 
 
-def _read_steps(read, steps: Sequence[int]) -> list:
-    """`read(step)` of every step, on a few threads: a view reads up to 120 small files, and pyarrow reads
-    and decodes them without the GIL (a run switch on the Clipping page read them one by one before)."""
+def step_versions(run_dir: str, kind: str, steps: Sequence[int]) -> tuple[int, ...]:
+    """The mtimes of `steps`' files of `kind` ("distributions", "outliers"): the cache key of a view of them."""
+    return tuple(mtime(step_file(run_dir, kind, s)) for s in steps)
+
+
+def _read_steps(run_dir: str, read: Callable[[RunReader, int], Any], steps: Sequence[int]) -> list:
+    """`read(reader, step)` of every step, or the string naming what is wrong with its file (or the run's
+    manifest). On a few threads: a view reads up to 120 small files, and pyarrow reads and decodes them without
+    the GIL (a run switch on the Clipping page read them one by one before)."""
+    try:
+        reader = RunReader(run_dir)
+    except RunFormatError as e:
+        return [str(e)] * len(steps)
+
+    def one(step: int) -> Any:
+        try:
+            return read(reader, step)
+        except RunFormatError as e:
+            return str(e)
+
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return list(pool.map(read, steps))
+        return list(pool.map(one, steps))
 
 
 @st.cache_data(max_entries=32, ttl=_TTL, show_spinner=False)
@@ -128,25 +145,20 @@ def _step_histograms(run_dir: str, steps: tuple[int, ...], names: tuple[str, ...
                      versions: tuple[int, ...]) -> dict[int, dict[str, tuple] | str]:
     """{step: {name: (edges, counts)} of its histograms `names` (one file read), or a string naming the file
     and what is wrong with it}. One entry per view (a heatmap's steps): a page rerun is one cache hit."""
-    try:
-        reader = RunReader(run_dir)
-    except RunFormatError as e:
-        return {s: str(e) for s in steps}
+    def read(reader: RunReader, step: int) -> dict[str, tuple]:
+        return {n: (h.edges, h.counts) for n, h in reader.step_distributions(step, names).items()}
 
-    def read(step: int) -> dict[str, tuple] | str:
-        try:
-            return {n: (h.edges, h.counts) for n, h in reader.step_distributions(step, names).items()}
-        except RunFormatError as e:
-            return str(e)
-
-    return dict(zip(steps, _read_steps(read, steps)))
+    return dict(zip(steps, _read_steps(run_dir, read, steps)))
 
 
-def histograms(run_dir: str, steps: list[int], names: list[str]) -> tuple[dict[int, tuple], list[str]]:
+def histograms(run_dir: str, steps: list[int], names: list[str],
+               versions: tuple[int, ...] | None = None) -> tuple[dict[int, tuple], list[str]]:
     """{step: (edges, summed counts over `names`)} for the steps whose files are readable (names with the same
-    edges, e.g. log_ratio/token/{pos,neg,zero}); problems name the others. One file read per step (cached)."""
+    edges, e.g. log_ratio/token/{pos,neg,zero}); problems name the others. One file read per step (cached).
+    `versions`: step_versions of the distributions files, when the caller has them already."""
     family = tuple(dict.fromkeys(f for n in names for f in _family(n)))
-    versions = tuple(mtime(step_file(run_dir, "distributions", s)) for s in steps)
+    if versions is None:
+        versions = step_versions(run_dir, "distributions", steps)
     out, problems = {}, []
     for s, got in _step_histograms(run_dir, tuple(int(s) for s in steps), family, versions).items():
         bad = [got] if isinstance(got, str) else [f"{step_file(run_dir, 'distributions', s)}: no distribution named "
@@ -172,16 +184,16 @@ def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[
 
 @st.cache_data(max_entries=16, ttl=_TTL, show_spinner=False)
 def _outlier_tables(run_dir: str, steps: tuple[int, ...], versions: tuple[int, ...]) -> tuple[pd.DataFrame, list[str]]:
-    parts = _read_steps(lambda s: _step_frame("outliers", run_dir, s), steps)
-    tables = [t for t, _ in parts if not t.empty]
-    return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), [p for _, ps in parts for p in ps]
+    got = _read_steps(run_dir, lambda reader, step: reader.outliers(step), steps)
+    tables = [t for t in got if not isinstance(t, str) and not t.empty]
+    return ((pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()),
+            list(dict.fromkeys(p for p in got if isinstance(p, str))))
 
 
 def outlier_tables(run_dir: str, steps: list[int]) -> tuple[pd.DataFrame, list[str]]:
     """The outlier rows of `steps`, stacked; problems name the files that could not be read (one cache entry
     per set of steps: a rerun of the page is one hit)."""
-    versions = tuple(mtime(step_file(run_dir, "outliers", s)) for s in steps)
-    return _outlier_tables(run_dir, tuple(int(s) for s in steps), versions)
+    return _outlier_tables(run_dir, tuple(int(s) for s in steps), step_versions(run_dir, "outliers", steps))
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)

@@ -34,8 +34,7 @@ def grid(figs: Sequence[go.Figure], cols: int = 2, panel_height: int = 320) -> g
     for i, f in enumerate(figs):
         n = "" if i == 0 else str(i + 1)  # make_subplots numbers the axes row by row: x, x2, x3, ...
         for axis in ("xaxis", "yaxis"):
-            props = f.layout[axis].to_plotly_json()
-            props.pop("domain", None), props.pop("anchor", None)
+            props = {k: v for k, v in f.layout[axis].to_plotly_json().items() if k not in ("domain", "anchor")}
             out.layout[axis + n].update(props)
         for note in f.layout.annotations:  # "no data: ..." in the panel's own area
             out.add_annotation(note.update(xref=f"x{n} domain", yref=f"y{n} domain"))

@@ -45,13 +45,12 @@ def clip_figure(run: str, path: str, version: tuple, branches: tuple, color: str
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def heatmap_figure(path: str, steps: tuple, names: tuple, versions: tuple, branch: str,
-                   title: str) -> tuple[go.Figure, list[str]]:
-    """The log-ratio heatmap over `steps` (`versions`: their distributions files' mtimes) and the problems of
-    the files it could not read."""
-    hists, problems = data.histograms(path, list(steps), list(names))
+def heatmap_figure(path: str, steps: tuple, names: tuple, versions: tuple, has_region: bool,
+                   title: str, branch: str) -> tuple[go.Figure, list[str]]:
+    """The log-ratio heatmap over `steps` (`versions`: data.step_versions of their distributions files) and the
+    problems of the files it could not read; `has_region`: the branch has clip metrics, so a trust region."""
+    hists, problems = data.histograms(path, list(steps), list(names), versions)
     counts, edges = fig.heatmap_frame(hists)
-    has_region = f"clip/{branch}/outside_low" in data.scalars(path, data.run_version(path))[0].columns
     telemetry = data.manifest_telemetry(path, data.run_version(path))
     bounds = data.trust_bounds(path, int(counts.index[0]), branch, telemetry) if has_region and len(edges) else None
     return fig.log_ratio_heatmap(counts, edges, bounds, title), problems
@@ -65,8 +64,9 @@ with st.expander("What outside and binding mean", expanded=False):
 (lo, hi), _ = controls.step_controls(steps[-1], "outliers", smoothing=False)
 heat_steps = frames.sample_steps(steps, lo, hi)
 heatmap, probs = heatmap_figure(path, tuple(heat_steps), tuple(frames.log_ratio_names(branch, sign)),
-                                tuple(data.mtime(data.step_file(path, "distributions", s)) for s in heat_steps),
-                                branch, f"log(ratio) of the {branch} branch ({sign})")
+                                data.step_versions(path, "distributions", heat_steps),
+                                f"clip/{branch}/outside_low" in scal.columns,  # no clip metrics: no trust region
+                                f"log(ratio) of the {branch} branch ({sign})", branch)
 controls.show_problems(probs)
 st.plotly_chart(heatmap, key="outliers_heatmap", theme=None)
 
