@@ -11,8 +11,8 @@ HTML is unchanged, and the parent page imports the chunk once. Best effort: with
 such chunk, no such script tag) nothing happens.
 
 Then, when the browser is idle again, the same is done for the lazily loaded modules of the widgets the chart
-pages add (WIDGET_CHUNKS: sliders and the legend's HTML on Dynamics; number box, select box, segmented control
-and radio on Entropy collapse), which a page's first visit otherwise fetches, compiles and evaluates."""
+pages add (WIDGET_CHUNKS: sliders, the legend's HTML and the CSV button on Dynamics; number box, select box,
+segmented control and radio on Entropy collapse; the table on Sweep), which a page's first visit otherwise fetches, compiles and evaluates."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ import streamlit.components.v1 as components
 
 __all__ = ["plotly_chunk", "widget_chunks", "preload_plotly", "preload_script", "WIDGET_CHUNKS"]
 
-WIDGET_CHUNKS = ("Slider", "rehype-raw", "NumberInput", "Selectbox", "ButtonGroup", "Radio")
+WIDGET_CHUNKS = ("Slider", "rehype-raw", "NumberInput", "Selectbox", "ButtonGroup", "Radio", "DownloadButton",
+                 "Table")
 """Streamlit's element modules (file name before the build hash) that the Runs page does not load and the
 chart pages use: found in the browser's requests on each page's first visit (benchmarks/dashboard.py)."""
 

@@ -245,6 +245,12 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             rows = Path(download.value.path()).read_text().splitlines()
             assert rows[0] == "run,step,entropy/mean,entropy/mean (EMA 0.6)", rows[0]
             assert {r.split(",")[0] for r in rows[1:]} == {"dhpo-e", "grpo", "live"}
+            # The clip fractions are drawn when their section is opened, not on every visit; the URL keeps it open.
+            assert page.evaluate(FIGURE, "Clip fractions per branch") is None and "clip=1" not in page.url
+            page.get_by_text("Clip fractions per branch and side", exact=True).click()
+            page.wait_for_function("() => location.search.includes('clip=1')", timeout=60_000)
+            page.wait_for_function(f"() => ({FIGURE})('Clip fractions per branch') !== null", timeout=60_000)
+            assert "grpo · outside" in {t["name"] for t in page.evaluate(FIGURE, "Clip fractions per branch")["data"]}
 
             # 4. What did the model write at step N? Click 2: type the step.
             ask(page, url, "What did the model write at step N?", "Responses", charts=False)

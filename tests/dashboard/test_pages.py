@@ -48,12 +48,17 @@ def check_dynamics(at, root):
     assert len(trace(ent, "live")["x"]) == 12
     acc = figure(at, "AVG accuracy")
     assert list(trace(acc, "dhpo-e")["x"]) == [10, 20] and list(trace(acc, "dhpo-e")["y"]) == pytest.approx([20, 30])
+    # The panels are one figure of subplots (the browser's cost is per figure); the clip fractions are drawn
+    # only when their expander is opened, which the URL keeps.
+    assert [f["title"] for f in figures(at)] == [""] and "clip" not in at.query_params
+    at.session_state["dynamics_clip"] = True
+    at.run()
+    assert [f["title"].split(":")[0] for f in figures(at)] == ["", "Clip fractions per branch (dashed"]
+    assert at.query_params["clip"] == "1"
     clip = figure(at, "Clip fractions")
     outside = [t for t in clip["data"] if t.get("meta") == "clip/token/outside_high" and t["name"] == "grpo · outside"]
     assert outside[0]["line"]["dash"] == "dash"
     assert list(outside[0]["y"]) == pytest.approx([0.02 * (1 + s / 30) for s in range(30)])
-    # The panels are one figure of subplots (the browser's cost is per figure), the clip fractions another.
-    assert [f["title"].split(":")[0] for f in figures(at)] == ["", "Clip fractions per branch (dashed"]
     assert [p["title"].split(":")[0] for p in panels(figures(at)[0])] == [
         "Token entropy", "Response length", "Truncation rate", "Reward (mean per response)", "AVG accuracy vs step",
         "Mixing weight w", "KL(π_old‖π), k3", "Gradient norm (before clipping)"]

@@ -6,7 +6,7 @@ and metric columns named as in dhpo_suite.runs.metrics (e.g. "entropy/mean").
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -15,9 +15,10 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 __all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions",
-           "thin", "line_overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "style_axes",
+           "thin", "line_overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "axes",
            "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
 
+Frameish = TypeVar("Frameish", pd.Series, pd.DataFrame)
 PALETTE = qualitative.Plotly + qualitative.D3
 _UNITS = {"entropy/": "nats", "length/": "tokens", "kl/": "nats", "w/": "weight in [0, 1]", "ratio/": "ratio",
           "reward/": "reward", "adv/": "advantage", "grad_norm": "L2 norm", "lr": "learning rate",
@@ -85,13 +86,12 @@ def log_buttons(log_y: bool = False) -> list[dict]:
                           dict(label="log", method="relayout", args=[{"yaxis.type": "log"}])])]
 
 
-def style_axes(fig: go.Figure, metric: str, log_y: bool = False, x: str = "step", **where) -> go.Figure:
-    """`x` (X_AXES) on x, the metric's title and unit on y; fractions as percentages (never "600µ")."""
-    fig.update_xaxes(title_text=X_AXES[x], **where)
+def axes(metric: str, log_y: bool = False, x: str = "step") -> dict:
+    """Layout entries for a chart of `metric`: `x` (X_AXES) on x, the metric's title and unit on y; fractions as
+    percentages (never "600µ")."""
     # ".3~g": 0.0005, not SI's "500µ", which reads as a unit
-    fig.update_yaxes(title_text=axis_title(metric), tickformat=".2~%" if is_fraction(metric) else ".3~g",
-                     type="log" if log_y else None, **where)
-    return fig
+    y = dict(title=dict(text=axis_title(metric)), tickformat=".2~%" if is_fraction(metric) else ".3~g")
+    return dict(xaxis=dict(title=dict(text=X_AXES[x])), yaxis=y | (dict(type="log") if log_y else {}))
 
 
 def legend_html(colors: dict[str, str], runs: Sequence[str]) -> str:
@@ -107,8 +107,9 @@ def run_colors(runs: Sequence[str]) -> dict[str, str]:
     return {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(dict.fromkeys(runs))}
 
 
-def ema(values: pd.Series, alpha: float) -> pd.Series:
-    """Debiased exponential moving average s_t = α·s_{t−1} + (1−α)·x_t (TensorBoard's smoothing; α=0: raw).
+def ema(values: Frameish, alpha: float) -> Frameish:
+    """Debiased exponential moving average s_t = α·s_{t−1} + (1−α)·x_t (TensorBoard's smoothing; α=0: raw), of
+    a series or of each column of a frame.
 
     NaNs are skipped (they neither reset nor pull the average) and stay NaN in the output.
     """
@@ -128,10 +129,10 @@ def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
     out = frame.loc[:, ["run", "step", *cols]].assign(x=x_values(frame, x))
     if step_range is not None:
         out = out[(out["step"] >= step_range[0]) & (out["step"] <= step_range[1])]
-    out = out.sort_values(["run", "step"], kind="stable")
-    if alpha > 0 and cols:
-        out[cols] = out.groupby("run", sort=False)[cols].transform(lambda s: ema(s, alpha))
-    return out.reset_index(drop=True)
+    out = out.sort_values(["run", "step"], kind="stable").reset_index(drop=True)
+    if alpha > 0 and cols:  # one EMA per run over all its columns: 3× faster than a transform per column
+        out[cols] = pd.concat([ema(out.loc[i, cols], alpha) for i in out.groupby("run", sort=False).indices.values()])
+    return out
 
 
 MAX_POINTS = 400
@@ -198,36 +199,35 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
     colors = colors or run_colors(frame["run"])
     what = f"{y} (EMA {smoothing:g})" if smoothing > 0 else y
     xcol = "x" if "x" in frame.columns else "step"
-    traces = []  # one go.Figure(data=...) call: adding traces one by one re-validates the figure each time
+    traces = []  # plain dicts, validated once by go.Figure: a go.Scatter each validates on every property set
     for run, g in frame.groupby("run", sort=False):
         c, xs = colors[run], g[xcol].to_numpy()
         if band and all(b in g.columns for b in band) and g[list(band)].notna().any().all():
             # each edge thinned on its own values: the band's extremes survive on both sides
-            traces.append(go.Scatter(**_xy(xs, g[band[1]]), mode="lines", line_width=0, showlegend=False,
-                                     legendgroup=run, hoverinfo="skip", name=f"{run} {band[1]}"))
-            traces.append(go.Scatter(**_xy(xs, g[band[0]]), mode="lines", line_width=0, fill="tonexty",
-                                     fillcolor=_alpha(c, 0.18), legendgroup=run, showlegend=False,
-                                     name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
+            traces.append(dict(type="scatter", **_xy(xs, g[band[1]]), mode="lines", line=dict(width=0),
+                               showlegend=False, legendgroup=run, hoverinfo="skip", name=f"{run} {band[1]}"))
+            traces.append(dict(type="scatter", **_xy(xs, g[band[0]]), mode="lines", line=dict(width=0),
+                               fill="tonexty", fillcolor=_alpha(c, 0.18), legendgroup=run, showlegend=False,
+                               name=f"{run} {band[0]}–{band[1]}", hoverinfo="skip"))
         if raw is not None and smoothing > 0 and y in raw.columns:
             r = raw[raw["run"] == run]
             # half the points of the smoothed curve (min/max: its spikes stay): the raw curve is context
-            traces.append(go.Scatter(**_xy(r[xcol].to_numpy() if xcol in r else r["step"].to_numpy(), r[y],
-                                           n=MAX_POINTS // 2),
-                                     mode="lines", name=f"{run} raw", legendgroup=run, showlegend=False,
-                                     line=dict(color=_alpha(c, 0.3), width=1), meta=f"{y} raw",
-                                     hovertemplate=f"{run} · {y} (raw) = %{{y:.4~g}}<extra></extra>"))
-        traces.append(go.Scatter(**_xy(xs, g[y]), mode="lines", name=run, legendgroup=run, line_color=c,
-                                 meta=y, hovertemplate=f"{run} · {what} = %{{y:.4~g}}<extra></extra>"))
+            traces.append(dict(type="scatter", **_xy(r[xcol].to_numpy() if xcol in r else r["step"].to_numpy(),
+                                                     r[y], n=MAX_POINTS // 2),
+                               mode="lines", name=f"{run} raw", legendgroup=run, showlegend=False,
+                               line=dict(color=_alpha(c, 0.3), width=1), meta=f"{y} raw",
+                               hovertemplate=f"{run} · {y} (raw) = %{{y:.4~g}}<extra></extra>"))
+        traces.append(dict(type="scatter", **_xy(xs, g[y]), mode="lines", name=run, legendgroup=run,
+                           line=dict(color=c), meta=y, hovertemplate=f"{run} · {what} = %{{y:.4~g}}<extra></extra>"))
         for col, label in extra:
             if col in g.columns and g[col].notna().any():
-                traces.append(go.Scatter(**_xy(xs, g[col]), mode="lines", name=f"{run} {label}",
-                                         legendgroup=run, showlegend=False, line=dict(color=c, dash="dot"), meta=col,
-                                         hovertemplate=f"{run} · {col} = %{{y:.4~g}}<extra></extra>"))
-    fig = go.Figure(data=traces, layout=dict(
+                traces.append(dict(type="scatter", **_xy(xs, g[col]), mode="lines", name=f"{run} {label}",
+                                   legendgroup=run, showlegend=False, line=dict(color=c, dash="dot"), meta=col,
+                                   hovertemplate=f"{run} · {col} = %{{y:.4~g}}<extra></extra>"))
+    return go.Figure(data=traces, layout=dict(
         title=dict(text=title, font=dict(size=14)), height=320, margin=dict(t=60, b=40, l=60, r=10),
         showlegend=legend, legend=dict(orientation="h", y=-0.3), hovermode="x unified",
-        hoverlabel=dict(namelength=-1), updatemenus=log_buttons(log_y)))
-    return style_axes(fig, y, log_y, x=x)
+        hoverlabel=dict(namelength=-1), updatemenus=log_buttons(log_y), **axes(y, log_y, x)))
 
 
 CLIP_DEFINITIONS = (
@@ -256,11 +256,14 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
         return empty_figure("Clip fractions", "no data: clip fractions were not recorded")
     colors = colors or run_colors(frame["run"])
     clip_modes = clip_modes or {}
-    fig = make_subplots(rows=len(branches), cols=2, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[f"{b} · {s} side" for b in branches for s in ("low", "high")])
-    traces, rows, cols = [], [], []  # added in one call (see line_overlay)
-    for r, branch in enumerate(branches, start=1):
-        for c, side in enumerate(("low", "high"), start=1):
+    layout = make_subplots(rows=len(branches), cols=2, shared_xaxes=True, vertical_spacing=0.08,
+                           subplot_titles=[f"{b} · {s} side" for b in branches for s in ("low", "high")]
+                           ).layout.to_plotly_json()
+    traces = []  # plain dicts, validated once by go.Figure (see line_overlay)
+    for r, branch in enumerate(branches):
+        for c, side in enumerate(("low", "high")):
+            n = "" if 2 * r + c == 0 else str(2 * r + c + 1)  # make_subplots numbers the axes row by row
+            layout["yaxis" + n].update(title=dict(text="% of tokens"), tickformat=".2~%", rangemode="tozero")
             for run, g in frame.groupby("run", sort=False):
                 branch_clip = branch == "mixed" and clip_modes.get(run) == "branch"
                 for kind, dash in (("outside", "dash"), ("binding", "solid")):
@@ -269,20 +272,18 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
                         continue
                     label = {"outside": "m outside token ε (reference)", "binding": "surrogate clipped"}[kind] \
                         if branch_clip else kind
-                    traces.append(go.Scatter(
-                        **_xy(g["x" if "x" in g else "step"], g[col]), mode="lines", name=f"{run} · {label}",
-                        legendgroup=f"{run}{kind}", showlegend=(r == 1 and c == 1) or (branch_clip and c == 1),
+                    traces.append(dict(
+                        type="scatter", **_xy(g["x" if "x" in g else "step"], g[col]), mode="lines",
+                        name=f"{run} · {label}", legendgroup=f"{run}{kind}", xaxis="x" + n, yaxis="y" + n,
+                        showlegend=(r == 0 and c == 0) or (branch_clip and c == 0),
                         line=dict(color=colors[run], dash=dash), meta=col,
                         hovertemplate=f"{run} · {branch} {label} ({side}) = %{{y:.3~%}}<extra></extra>"))
-                    rows.append(r)
-                    cols.append(c)
-    fig.add_traces(traces, rows=rows, cols=cols)
-    fig.update_xaxes(title_text=X_AXES[x], row=len(branches))
-    fig.update_yaxes(title_text="% of tokens", tickformat=".2~%", rangemode="tozero")
-    fig.update_layout(title="Clip fractions per branch (dashed: outside the region, solid: binding)",
-                      height=220 * len(branches) + 100, margin=dict(t=70, b=40, l=60, r=10),
-                      legend=dict(orientation="h", y=-0.08), hovermode="x unified", hoverlabel=dict(namelength=-1))
-    return fig
+    for n in (2 * len(branches) - 1, 2 * len(branches)):  # the bottom row's x axes
+        layout["xaxis" + ("" if n == 1 else str(n))]["title"] = dict(text=X_AXES[x])
+    layout.update(title=dict(text="Clip fractions per branch (dashed: outside the region, solid: binding)"),
+                  height=220 * len(branches) + 100, margin=dict(t=70, b=40, l=60, r=10),
+                  legend=dict(orientation="h", y=-0.08), hovermode="x unified", hoverlabel=dict(namelength=-1))
+    return go.Figure(data=traces, layout=layout)
 
 
 def _alpha(color: str, a: float) -> str:

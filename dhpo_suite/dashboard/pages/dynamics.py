@@ -29,6 +29,7 @@ controls.seed_from_url("dynamics_metrics", "metrics", lambda v: [m for m in v.sp
 axes = [k for k in fig.X_AXES if k == "step" or fig.X_SOURCE[k] in frame.columns]
 controls.seed_from_url("dynamics_x", "x", lambda v: v if v in axes else None)
 controls.seed_from_url("dynamics_log", "log", lambda v: v == "1")
+controls.seed_from_url("dynamics_clip", "clip", lambda v: v == "1")
 c1, c2, c3 = st.columns([4, 2.5, 1.5])  # the toggle's label whole at 1280 px
 extra = c1.multiselect("Plot any logged metric", logged, key="dynamics_metrics",
                        format_func=lambda m: f"{m} — {METRICS[m]}" if m in METRICS else m,
@@ -62,10 +63,10 @@ def _frames(versions: tuple, alpha: float, step_range: tuple, x_axis: str) -> tu
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # figures are only read (st.plotly_chart copies them)
 def panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tuple, colors: tuple,
-           extra: tuple, log_y: bool, clip_modes: tuple, x_axis: str) -> tuple[go.Figure, go.Figure]:
-    """The page's two figures: the panels as one figure of subplots (the browser's cost is per figure), and the
-    clip fractions. `versions`: (run, path, run_version) of each selected run, the cache key of their
-    scalars (hashing the scalars frame itself cost ~30 ms per rerun at 1000 steps)."""
+           extra: tuple, log_y: bool, x_axis: str) -> go.Figure:
+    """The panels as one figure of subplots (the browser's cost is per figure). `versions`: (run, path,
+    run_version) of each selected run, the cache key of their scalars (hashing the scalars frame itself cost
+    ~30 ms per rerun at 1000 steps)."""
     raw, f = _frames(versions, alpha, step_range, x_axis)
     colors = dict(colors)
     common = dict(colors=colors, log_y=log_y, legend=False, raw=raw, smoothing=alpha, x=x_axis)
@@ -73,8 +74,16 @@ def panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tuple
     out += [fig.line_overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[:4]]
     out.append(accuracy_curve(evals, colors=colors))
     out += [fig.line_overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[4:]]
-    return grid(out), fig.clip_fractions(f, ("token", "sequence", "mixed"), colors=colors,
-                                         clip_modes=dict(clip_modes), x=x_axis)
+    return grid(out)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def clip_panel(versions: tuple, alpha: float, step_range: tuple, colors: tuple, clip_modes: tuple,
+               x_axis: str) -> go.Figure:
+    """The clip fractions of the selected runs (6 subplots, ~12 traces per run)."""
+    f = _frames(versions, alpha, step_range, x_axis)[1]
+    return fig.clip_fractions(f, ("token", "sequence", "mixed"), colors=dict(colors), clip_modes=dict(clip_modes),
+                              x=x_axis)
 
 
 def csv_of(versions: tuple, metric: str, alpha: float, step_range: tuple, x_axis: str) -> bytes:
@@ -89,16 +98,19 @@ def charts() -> None:
     raw, problems = frames.scalars_frame(ctx)
     controls.show_problems(problems)
     colors = tuple((r, ctx.colors[r]) for r in ctx.selected)
-    modes = tuple((r, str(ctx.table.at[r, "clip"])) for r in ctx.selected)
     versions = tuple((r, ctx.path(r), data.run_version(ctx.path(r))) for r in ctx.selected)
-    lines, clip = panels(versions, frames.evals_frame(ctx)[0], alpha, step_range, colors, tuple(extra), log_y, modes,
-                          x_axis)
+    lines = panels(versions, frames.evals_frame(ctx)[0], alpha, step_range, colors, tuple(extra), log_y, x_axis)
     note = f'<span style="font-size:0.8rem;color:#555">faint: raw · solid: EMA {alpha:g}</span>' if alpha > 0 else ""
     st.markdown(fig.legend_html(ctx.colors, ctx.selected).replace("</div>", note + "</div>"), unsafe_allow_html=True)
     st.plotly_chart(lines, key="dynamics_panels", theme=None)
-    st.plotly_chart(clip, key="dyn_clip", theme=None)
-    with st.expander("What outside and binding mean"):
-        st.markdown(fig.CLIP_DEFINITIONS)
+    # Drawn only when opened (a lazy expander: Streamlit runs its body only then): its 6 subplots below the fold
+    # cost the browser about as much as the 8 panels above (benchmarks/dashboard.py).
+    box = st.expander("Clip fractions per branch and side", key="dynamics_clip", on_change="rerun")
+    controls.set_url(clip="1" if box.open else None)
+    if box.open:
+        modes = tuple((r, str(ctx.table.at[r, "clip"])) for r in ctx.selected)
+        box.plotly_chart(clip_panel(versions, alpha, step_range, colors, modes, x_axis), key="dyn_clip", theme=None)
+        box.markdown(fig.CLIP_DEFINITIONS)
     left, right = st.columns([3, 1])
     chart = left.selectbox("CSV of a chart", [*extra, *(m for m, *_ in PANELS), "clip fractions"], key="dynamics_csv")
     metric = "clip/" if chart == "clip fractions" else chart
