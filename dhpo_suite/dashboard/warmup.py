@@ -12,7 +12,8 @@ such chunk, no such script tag) nothing happens.
 
 Then, when the browser is idle again, the same is done for the lazily loaded modules of the widgets the chart
 pages add (WIDGET_CHUNKS: sliders, the legend's HTML and the CSV button on Dynamics; number box, select box,
-segmented control and radio on Entropy collapse; the table on Sweep), which a page's first visit otherwise fetches, compiles and evaluates."""
+segmented control and radio on Entropy collapse; the table on Sweep), which a page's first visit otherwise
+fetches, compiles and evaluates."""
 
 from __future__ import annotations
 
