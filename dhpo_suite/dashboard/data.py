@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from dhpo_suite.runs import RunFormatError, RunReader, TelemetrySpec, list_runs
@@ -183,17 +184,19 @@ def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[
 
 
 @st.cache_data(max_entries=16, ttl=_TTL, show_spinner=False)
-def _outlier_tables(run_dir: str, steps: tuple[int, ...], versions: tuple[int, ...]) -> tuple[pd.DataFrame, list[str]]:
-    got = _read_steps(run_dir, lambda reader, step: reader.outliers(step), steps)
-    tables = [t for t in got if not isinstance(t, str) and not t.empty]
-    return ((pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()),
+def _outlier_tables(run_dir: str, steps: tuple[int, ...], columns: tuple[str, ...],
+                    versions: tuple[int, ...]) -> tuple[pd.DataFrame, list[str]]:
+    got = _read_steps(run_dir, lambda reader, step: reader.outlier_table(step, columns), steps)
+    tables = [t for t in got if not isinstance(t, str)]
+    return ((pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame(columns=list(columns))),
             list(dict.fromkeys(p for p in got if isinstance(p, str))))
 
 
-def outlier_tables(run_dir: str, steps: list[int]) -> tuple[pd.DataFrame, list[str]]:
-    """The outlier rows of `steps`, stacked; problems name the files that could not be read (one cache entry
-    per set of steps: a rerun of the page is one hit)."""
-    return _outlier_tables(run_dir, tuple(int(s) for s in steps), step_versions(run_dir, "outliers", steps))
+def outlier_tables(run_dir: str, steps: list[int], columns: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The outlier rows of `steps` (their `columns`), stacked; problems name the files that could not be read
+    (one cache entry per set of steps: a rerun of the page is one hit)."""
+    return _outlier_tables(run_dir, tuple(int(s) for s in steps), tuple(columns),
+                           step_versions(run_dir, "outliers", steps))
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)

@@ -156,7 +156,12 @@ class RunReader:
 
     def outliers(self, step: int) -> pd.DataFrame:
         """Outlier tokens of one step (OUTLIER_SCHEMA), ordered by branch then distance (largest first)."""
-        return self._step_table("outliers", step, OUTLIER_SCHEMA).to_pandas()
+        return self.outlier_table(step).to_pandas()
+
+    def outlier_table(self, step: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """`outliers` as an Arrow table, of `columns` only if given: many steps stack as Arrow and convert to
+        pandas once (a conversion per 16-row step cost more than reading it)."""
+        return self._step_table("outliers", step, OUTLIER_SCHEMA, None if columns is None else list(columns))
 
     def samples(self, step: int) -> pd.DataFrame:
         """Sampled responses of one step (SAMPLE_SCHEMA, the hash draw): per-token arrays are list cells."""

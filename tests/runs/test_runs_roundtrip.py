@@ -47,6 +47,10 @@ def test_every_record_type_round_trips(tmp_path):
     df = pd.read_parquet(tmp_path / "run" / "scalars")
     assert list(df["step"]) == [7]
     assert set(r.distribution_names(7)) == set(rec.distributions)
+    # The outliers as Arrow, of chosen columns only (the dashboard stacks 40 steps' of them, then converts once).
+    cols = ["branch", "log_ratio", "token_text"]
+    assert r.outlier_table(7, cols).column_names == cols
+    assert r.outlier_table(7, cols).to_pandas().equals(r.outliers(7)[cols])
 
 
 def _close(a, b):

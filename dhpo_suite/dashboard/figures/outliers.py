@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from dhpo_suite.dashboard.figures.curves import empty_figure
 
-__all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table", "binding_summary"]
+__all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table", "binding_summary", "SUMMARY_COLUMNS"]
 
 
 def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -74,9 +74,13 @@ def outlier_table(outliers: pd.DataFrame, branches: Sequence[str] | None = None,
     return out[cols].reset_index(drop=True)
 
 
+SUMMARY_COLUMNS = ("branch", "log_ratio", "binding", "token_text", "advantage")
+"""The outlier columns binding_summary reads (the page reads only these of its 40 steps' files)."""
+
+
 def binding_summary(outliers: pd.DataFrame, top: int = 15) -> pd.DataFrame:
     """Run-level: the binding outlier tokens grouped by text, most frequent first — count, share of all binding
-    outliers, the branches they bind in, mean ratio, mean advantage."""
+    outliers, the branches they bind in, mean ratio, mean advantage (reads SUMMARY_COLUMNS)."""
     cols = ["token", "count", "share of binding outliers", "branches", "mean ratio", "mean advantage"]
     if outliers.empty or "binding" not in outliers.columns:
         return pd.DataFrame(columns=cols)

@@ -72,7 +72,7 @@ st.plotly_chart(heatmap, key="outliers_heatmap", theme=None)
 
 st.subheader(f"Tokens that bind most in {run}")
 summary_steps = frames.sample_steps(steps, lo, hi, n=frames.SUMMARY_STEPS)
-tables, probs = data.outlier_tables(path, summary_steps)
+tables, probs = data.outlier_tables(path, summary_steps, fig.SUMMARY_COLUMNS)
 controls.show_problems(probs)
 st.caption(f"Binding outlier tokens (the clip removed their gradient) over {len(summary_steps)} evenly spaced "
            f"steps of the range, grouped by token text: how often, in which branches, mean ratio.")
