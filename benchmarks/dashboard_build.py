@@ -6,10 +6,12 @@ Builds, from the two synthetic runs of benchmarks/dashboard.py, what a cold visi
 Streamlit serialises it: Dynamics' smoothed frame (curves.prepare, EMA 0.6), its 7 metric panels
 (curves.line_overlay; the eighth, accuracy, is not built here) drawn as one figure (grid.grid), the clip
 fractions of both runs, and Entropy collapse's five-row figure; then the figure's JSON as st.plotly_chart makes
-it. Each measure is the best of --repeats in this process (Python only: no browser, no server). With --against
-DIR (a directory holding another version's dhpo_suite: `git archive REV dhpo_suite | tar -x -C DIR`) each
-version builds 3 times in each of --repeats processes, the versions alternating, and the table gives the best
-of each and the ratio new/old. benchmarks/dashboard.py measures whole pages in the browser.
+it; and what the Clipping page reads for one run: its heatmap's 120 steps of log-ratio histograms and its
+binding summary's 40 steps of outliers (caches cleared before each). Each measure is the best of --repeats in
+this process (Python only: no browser, no server). With --against DIR (a directory holding another version's
+dhpo_suite: `git archive REV dhpo_suite | tar -x -C DIR`) each version builds 3 times in each of --repeats
+processes, the versions alternating, and the table gives the best of each and the ratio new/old.
+benchmarks/dashboard.py measures whole pages in the browser.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
     import pandas as pd
     import plotly.io as pio
 
+    from dhpo_suite.dashboard import data, frames
     from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse
     from dhpo_suite.dashboard.figures import collapse as cfig
     from dhpo_suite.dashboard.figures import curves as fig
+    from dhpo_suite.dashboard.figures import outliers as ofig
     from dhpo_suite.dashboard.figures.grid import grid
     from dhpo_suite.runs import RunReader
 
@@ -47,6 +51,19 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
     verdicts = {r: detect_collapse(g.set_index("step")["entropy/mean"], g.set_index("step")["length/mean"],
                                    CollapseRule()) for r, g in raw.groupby("run", sort=False)}
     state: dict = {}
+    run = str(root / "dhpo-e")
+    every = RunReader(run).steps()
+
+    def heatmap() -> None:
+        data._step_histograms.clear()
+        steps = frames.sample_steps(every, 0, every[-1])
+        data.histograms(run, steps, list(frames.log_ratio_names("mixed", "all")))
+
+    def summary() -> None:
+        data._outlier_tables.clear()
+        steps = frames.sample_steps(every, 0, every[-1], n=frames.SUMMARY_STEPS)
+        columns = getattr(ofig, "SUMMARY_COLUMNS", None)  # an older version reads every column
+        ofig.binding_summary(data.outlier_tables(run, steps, *([columns] if columns else []))[0])
 
     def steps() -> dict:
         return {
@@ -58,6 +75,8 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
             "its JSON (st.plotly_chart)": lambda: pio.to_json(state["grid"].to_dict(), validate=False),
             "clip fractions, 2 runs": lambda: fig.clip_fractions(state["f"], ("token", "sequence", "mixed"), colors),
             "Entropy collapse's figure": lambda: cfig.why_figure(fig.prepare(raw, why_cols), verdicts, colors),
+            "Clipping: heatmap's 120 histogram files": heatmap,
+            "Clipping: binding summary's 40 outlier files": summary,
         }
 
     best: dict[str, float] = {}
