@@ -10,13 +10,14 @@ it; and what the Clipping page reads for one run: its heatmap's 120 steps of log
 binding summary's 40 steps of outliers (caches cleared before each). Each measure is the best of --repeats in
 this process (Python only: no browser, no server). With --against DIR (a directory holding another version's
 dhpo_suite: `git archive REV dhpo_suite | tar -x -C DIR`) each version builds 3 times in each of --repeats
-processes, the versions alternating, and the table gives the best of each and the ratio new/old.
-benchmarks/dashboard.py measures whole pages in the browser.
+processes, the versions alternating, and the table gives the best of each and the ratio new/old, then whether
+both built the same figures (their JSON, keys sorted). benchmarks/dashboard.py measures whole pages in the browser.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -31,8 +32,9 @@ PANELS = [("entropy/mean", ("entropy/p10", "entropy/p90"), ()), ("length/mean", 
           ("grad_norm", None, ())]  # the page's (dashboard/pages/dynamics.py)
 
 
-def measure(root: Path, repeats: int) -> dict[str, float]:
-    """Best-of-`repeats` milliseconds per build step, with the dhpo_suite importable here."""
+def measure(root: Path, repeats: int) -> dict[str, float | str]:
+    """Best-of-`repeats` milliseconds per build step, with the dhpo_suite importable here; "figures": a digest of
+    the built figures' JSON, keys sorted (two versions that build the same figures have the same digest)."""
     import pandas as pd
     import plotly.io as pio
 
@@ -85,7 +87,11 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
             t0 = time.perf_counter()
             step()
             best[name] = min(best.get(name, float("inf")), (time.perf_counter() - t0) * 1000)
-    return best
+    built = [state["grid"], fig.clip_fractions(state["f"], ("token", "sequence", "mixed"), colors),
+             cfig.why_figure(fig.prepare(raw, why_cols), verdicts, colors)]
+    canonical = [json.dumps(json.loads(pio.to_json(f, validate=False)), sort_keys=True) for f in built]  # key order
+    digest = hashlib.sha256("".join(canonical).encode()).hexdigest()[:16]
+    return {**best, "figures": digest}
 
 
 def main() -> None:
@@ -107,7 +113,7 @@ def main() -> None:
     if args.against is None:
         print(f"ms, best of {args.repeats}, {args.steps}-step runs\n\n| build | ms |\n|---|---|")
         for name, ms in measure(root, args.repeats).items():
-            print(f"| {name} | {ms:.0f} |")
+            print(f"| {name} | {ms:.0f} |" if name != "figures" else f"\nfigures' JSON digest: {ms}")
         return
     if not (args.against / "dhpo_suite" / "dashboard" / "figures" / "curves.py").exists():
         raise SystemExit(f"--against {args.against}: no dhpo_suite/dashboard/figures/curves.py there")
@@ -118,12 +124,16 @@ def main() -> None:
         for name, env in (("old", {**os.environ, "PYTHONPATH": str(args.against.resolve())}), ("new", None)):
             out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
             runs[name].append(json.loads(out.splitlines()[-1]))
+    digests = {name: {r.pop("figures") for r in rs} for name, rs in runs.items()}
     old, new = ({k: min(r[k] for r in rs) for k in rs[0]} for rs in (runs["old"], runs["new"]))
     print(f"ms, best of 3 builds in each of {args.repeats} processes per version (alternating), {args.steps}-step "
           f"runs; old: {args.against}\n")
     print("| build | old | new | new/old |\n|---|---|---|---|")
     for k in new:
         print(f"| {k} | {old[k]:.0f} | {new[k]:.0f} | {new[k] / old[k]:.2f} |")
+    same = "the same" if digests["old"] == digests["new"] and len(digests["new"]) == 1 else "DIFFERENT"
+    print(f"\nthe figures' JSON (Dynamics' panels, clip fractions, Entropy collapse's figure): {same} "
+          f"(digests old {sorted(digests['old'])}, new {sorted(digests['new'])})")
 
 
 if __name__ == "__main__":
