@@ -130,7 +130,7 @@ def prepare(frame: pd.DataFrame, columns: Sequence[str], alpha: float = 0.0,
     if step_range is not None:
         out = out[(out["step"] >= step_range[0]) & (out["step"] <= step_range[1])]
     out = out.sort_values(["run", "step"], kind="stable").reset_index(drop=True)
-    if alpha > 0 and cols:  # one EMA per run over all its columns: 3× faster than a transform per column
+    if alpha > 0 and cols:  # one EMA per run over all its columns: 2.4× faster than a transform per column
         out[cols] = pd.concat([ema(out.loc[i, cols], alpha) for i in out.groupby("run", sort=False).indices.values()])
     return out
 

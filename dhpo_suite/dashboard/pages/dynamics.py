@@ -104,7 +104,7 @@ def charts() -> None:
     st.markdown(fig.legend_html(ctx.colors, ctx.selected).replace("</div>", note + "</div>"), unsafe_allow_html=True)
     st.plotly_chart(lines, key="dynamics_panels", theme=None)
     # Drawn only when opened (a lazy expander: Streamlit runs its body only then): its 6 subplots below the fold
-    # cost the browser about as much as the 8 panels above (benchmarks/dashboard.py).
+    # were a third of a warm visit's browser CPU (benchmarks/RESULTS.md, issue 30, session 11).
     box = st.expander("Clip fractions per branch and side", key="dynamics_clip", on_change="rerun")
     controls.set_url(clip="1" if box.open else None)
     if box.open:
