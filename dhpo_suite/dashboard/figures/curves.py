@@ -14,6 +14,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from dhpo_suite.dashboard.figures.grid import axis_suffix
+
 __all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions",
            "thin", "line_overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "axes",
            "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
@@ -262,7 +264,7 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
     traces = []  # plain dicts, validated once by go.Figure (see line_overlay)
     for r, branch in enumerate(branches):
         for c, side in enumerate(("low", "high")):
-            n = "" if 2 * r + c == 0 else str(2 * r + c + 1)  # make_subplots numbers the axes row by row
+            n = axis_suffix(2 * r + c)
             layout["yaxis" + n].update(title=dict(text="% of tokens"), tickformat=".2~%", rangemode="tozero")
             for run, g in frame.groupby("run", sort=False):
                 branch_clip = branch == "mixed" and clip_modes.get(run) == "branch"
@@ -278,8 +280,8 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
                         showlegend=(r == 0 and c == 0) or (branch_clip and c == 0),
                         line=dict(color=colors[run], dash=dash), meta=col,
                         hovertemplate=f"{run} · {branch} {label} ({side}) = %{{y:.3~%}}<extra></extra>"))
-    for n in (2 * len(branches) - 1, 2 * len(branches)):  # the bottom row's x axes
-        layout["xaxis" + ("" if n == 1 else str(n))]["title"] = dict(text=X_AXES[x])
+    for i in (2 * len(branches) - 2, 2 * len(branches) - 1):  # the bottom row's x axes
+        layout["xaxis" + axis_suffix(i)]["title"] = dict(text=X_AXES[x])
     layout.update(title=dict(text="Clip fractions per branch (dashed: outside the region, solid: binding)"),
                   height=220 * len(branches) + 100, margin=dict(t=70, b=40, l=60, r=10),
                   legend=dict(orientation="h", y=-0.08), hovermode="x unified", hoverlabel=dict(namelength=-1))

@@ -12,10 +12,15 @@ from typing import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-__all__ = ["grid", "GAP_PX"]
+__all__ = ["grid", "GAP_PX", "axis_suffix"]
 
 GAP_PX = 120
 """Pixels between two rows of panels: the upper panel's x-axis title and the lower one's title and switch."""
+
+
+def axis_suffix(i: int) -> str:
+    """The suffix of subplot i's (0-based) axes in a make_subplots figure, numbered row by row: x, x2, x3, ..."""
+    return "" if i == 0 else str(i + 1)
 
 
 def grid(figs: Sequence[go.Figure], cols: int = 2, panel_height: int = 320) -> go.Figure:
@@ -27,9 +32,10 @@ def grid(figs: Sequence[go.Figure], cols: int = 2, panel_height: int = 320) -> g
                            vertical_spacing=GAP_PX / height if rows > 1 else 0.0,
                            subplot_titles=[f.layout.title.text or "" for f in figs]).layout.to_plotly_json()
     titles, data, menus = layout["annotations"], [], []
-    for i, f in enumerate({"data": [t.to_plotly_json() for t in f.data], "layout": f.layout.to_plotly_json()}
-                          for f in figs):  # a trace's own JSON keeps numpy arrays (a figure's is base64)
-        n = "" if i == 0 else str(i + 1)  # make_subplots numbers the axes row by row: x, x2, x3, ...
+    parts = [{"data": [t.to_plotly_json() for t in f.data], "layout": f.layout.to_plotly_json()}
+             for f in figs]  # a trace's own JSON keeps numpy arrays (a figure's is base64)
+    for i, f in enumerate(parts):
+        n = axis_suffix(i)
         x, y = layout["xaxis" + n], layout["yaxis" + n]
         titles[i].update(x=x["domain"][0], xanchor="left", font=dict(size=14))  # the switch is at the right
         data += [t | dict(xaxis="x" + n, yaxis="y" + n) for t in f["data"]]
@@ -42,8 +48,7 @@ def grid(figs: Sequence[go.Figure], cols: int = 2, panel_height: int = 320) -> g
             buttons = [b | dict(args=[{k.replace("yaxis.", f"yaxis{n}."): v for k, v in b["args"][0].items()}])
                        for b in menu["buttons"]]
             menus.append(menu | dict(buttons=buttons, x=x["domain"][1], y=y["domain"][1] + 4 / height))
-        if i == 0:
-            first = f["layout"]
+    first = parts[0]["layout"]
     layout.update(updatemenus=menus, height=height + 100, margin=dict(t=60, b=40, l=60, r=10),
                   showlegend=first.get("showlegend"), hovermode=first.get("hovermode"),
                   hoverlabel=first.get("hoverlabel"))
