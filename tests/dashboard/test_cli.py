@@ -46,6 +46,20 @@ def test_the_dashboard_process_never_imports_torch_vllm_or_verl():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_server_freezes_its_imports_out_of_the_collection_after_each_run():
+    """Streamlit collects garbage after every script run; the server's import-time objects (pandas, Plotly,
+    Streamlit) are frozen, so that collection visits only what the runs themselves created."""
+    import subprocess
+    import sys
+
+    code = ("import gc; from dhpo_suite.dashboard import serve; serve.prepare(); "
+            "print(gc.get_freeze_count(), len(gc.get_objects()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    frozen, tracked = map(int, out.stdout.split())
+    assert frozen > 100_000 and tracked < frozen / 50, (frozen, tracked)
+
+
 def test_browser_test_fails_in_ci_and_skips_elsewhere_without_chromium(monkeypatch, tmp_path):
     import pytest
 
