@@ -4,7 +4,7 @@
 
 Builds, from the two synthetic runs of benchmarks/dashboard.py, what a cold visit of a chart page builds before
 Streamlit serialises it: Dynamics' smoothed frame (curves.prepare, EMA 0.6), its 7 metric panels
-(curves.line_overlay; the eighth, accuracy, is not built here) drawn as one figure (grid.grid), the clip
+(curves.overlay; the eighth, accuracy, is not built here) drawn as one figure (grid.grid), the clip
 fractions of both runs, and Entropy collapse's five-row figure; then the figure's JSON as st.plotly_chart makes
 it; and what the Clipping page reads for one run: its heatmap's 120 steps of log-ratio histograms and its
 binding summary's 40 steps of outliers (caches cleared before each). Each measure is the best of --repeats in
@@ -53,6 +53,7 @@ def measure(root: Path, repeats: int) -> dict[str, float | str]:
     verdicts = {r: detect_collapse(g.set_index("step")["entropy/mean"], g.set_index("step")["length/mean"],
                                    CollapseRule()) for r, g in raw.groupby("run", sort=False)}
     state: dict = {}
+    panel = getattr(fig, "overlay", fig.line_overlay)  # the page's: an older version validated each panel
     run = str(root / "dhpo-e")
     every = RunReader(run).steps()
 
@@ -70,8 +71,8 @@ def measure(root: Path, repeats: int) -> dict[str, float | str]:
     def steps() -> dict:
         return {
             "prepare (EMA 0.6)": lambda: state.update(f=fig.prepare(raw, cols, 0.6), r=fig.prepare(raw, cols)),
-            "7 panels (line_overlay)": lambda: state.update(panels=[
-                fig.line_overlay(state["f"], m, m, band=b, extra=list(e), colors=colors, legend=False,
+            "7 panels (overlay)": lambda: state.update(panels=[
+                panel(state["f"], m, m, band=b, extra=list(e), colors=colors, legend=False,
                                  raw=state["r"], smoothing=0.6) for m, b, e in PANELS]),
             "as one figure (grid)": lambda: state.update(grid=grid(state["panels"])),
             "its JSON (st.plotly_chart)": lambda: pio.to_json(state["grid"].to_dict(), validate=False),

@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from dhpo_suite.dashboard.figures.grid import axis_suffix
 
 __all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions",
-           "thin", "line_overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "axes",
+           "thin", "line_overlay", "overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "axes",
            "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
 
 Frameish = TypeVar("Frameish", pd.Series, pd.DataFrame)
@@ -187,21 +187,26 @@ def empty_figure(title: str, message: str) -> go.Figure:
     return fig
 
 
-def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, str] | None = None,
-                 extra: Sequence[tuple[str, str]] = (), colors: dict[str, str] | None = None,
-                 log_y: bool = False, legend: bool = True, raw: pd.DataFrame | None = None,
-                 smoothing: float = 0.0, x: str = "step") -> go.Figure:
-    """One line of `y` per run; optionally a shaded band between two columns (e.g. p10–p90) and extra
+def line_overlay(frame: pd.DataFrame, y: str, title: str, **kw) -> go.Figure:
+    """`overlay(frame, y, title, **kw)` as a figure."""
+    return go.Figure(overlay(frame, y, title, **kw))
+
+
+def overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, str] | None = None,
+            extra: Sequence[tuple[str, str]] = (), colors: dict[str, str] | None = None,
+            log_y: bool = False, legend: bool = True, raw: pd.DataFrame | None = None,
+            smoothing: float = 0.0, x: str = "step") -> dict:
+    """A chart as a plain dict, not validated (grid.grid validates a page's panels once, together): one line of `y` per run; optionally a shaded band between two columns (e.g. p10–p90) and extra
     dotted lines (column, label) in the run's colour (e.g. p90 next to a mean). With `raw` (the same rows
     unsmoothed) and smoothing > 0, each run's raw curve is drawn faint beneath its smoothed one, and each is
     labelled as what it is (TensorBoard's view). The hover lists every run at the point under the cursor, with
     full names; `legend=False` when the page draws one legend for all charts; a linear/log switch per chart."""
     if y not in frame.columns or frame[y].isna().all():
-        return empty_figure(title, f"no data: {y} was not recorded")
+        return empty_figure(title, f"no data: {y} was not recorded").to_plotly_json()
     colors = colors or run_colors(frame["run"])
     what = f"{y} (EMA {smoothing:g})" if smoothing > 0 else y
     xcol = "x" if "x" in frame.columns else "step"
-    traces = []  # plain dicts, validated once by go.Figure: a go.Scatter each validates on every property set
+    traces = []  # plain dicts: a go.Scatter each validates on every property set
     for run, g in frame.groupby("run", sort=False):
         c, xs = colors[run], g[xcol].to_numpy()
         if band and all(b in g.columns for b in band) and g[list(band)].notna().any().all():
@@ -226,7 +231,7 @@ def line_overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, st
                 traces.append(dict(type="scatter", **_xy(xs, g[col]), mode="lines", name=f"{run} {label}",
                                    legendgroup=run, showlegend=False, line=dict(color=c, dash="dot"), meta=col,
                                    hovertemplate=f"{run} · {col} = %{{y:.4~g}}<extra></extra>"))
-    return go.Figure(data=traces, layout=dict(
+    return dict(data=traces, layout=dict(
         title=dict(text=title, font=dict(size=14)), height=320, margin=dict(t=60, b=40, l=60, r=10),
         showlegend=legend, legend=dict(orientation="h", y=-0.3), hovermode="x unified",
         hoverlabel=dict(namelength=-1), updatemenus=log_buttons(log_y), **axes(y, log_y, x)))

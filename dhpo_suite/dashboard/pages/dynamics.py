@@ -70,10 +70,10 @@ def panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tuple
     raw, f = _frames(versions, alpha, step_range, x_axis)
     colors = dict(colors)
     common = dict(colors=colors, log_y=log_y, legend=False, raw=raw, smoothing=alpha, x=x_axis)
-    out = [fig.line_overlay(f, m, m, **common) for m in extra]
-    out += [fig.line_overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[:4]]
+    out = [fig.overlay(f, m, m, **common) for m in extra]
+    out += [fig.overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[:4]]
     out.append(accuracy_curve(evals, colors=colors))
-    out += [fig.line_overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[4:]]
+    out += [fig.overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[4:]]
     return grid(out)
 
 
