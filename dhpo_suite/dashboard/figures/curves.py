@@ -196,11 +196,12 @@ def overlay(frame: pd.DataFrame, y: str, title: str, *, band: tuple[str, str] | 
             extra: Sequence[tuple[str, str]] = (), colors: dict[str, str] | None = None,
             log_y: bool = False, legend: bool = True, raw: pd.DataFrame | None = None,
             smoothing: float = 0.0, x: str = "step") -> dict:
-    """A chart as a plain dict, not validated (grid.grid validates a page's panels once, together): one line of `y` per run; optionally a shaded band between two columns (e.g. p10–p90) and extra
-    dotted lines (column, label) in the run's colour (e.g. p90 next to a mean). With `raw` (the same rows
-    unsmoothed) and smoothing > 0, each run's raw curve is drawn faint beneath its smoothed one, and each is
-    labelled as what it is (TensorBoard's view). The hover lists every run at the point under the cursor, with
-    full names; `legend=False` when the page draws one legend for all charts; a linear/log switch per chart."""
+    """A chart as a plain dict, not validated (grid.grid validates a page's panels once, together): one line
+    of `y` per run; optionally a shaded band between two columns (e.g. p10–p90) and extra dotted lines
+    (column, label) in the run's colour (e.g. p90 next to a mean). With `raw` (the same rows unsmoothed) and
+    smoothing > 0, each run's raw curve is drawn faint beneath its smoothed one, and each is labelled as what it
+    is (TensorBoard's view). The hover lists every run at the point under the cursor, with full names;
+    `legend=False` when the page draws one legend for all charts; a linear/log switch per chart."""
     if y not in frame.columns or frame[y].isna().all():
         return empty_figure(title, f"no data: {y} was not recorded").to_plotly_json()
     colors = colors or run_colors(frame["run"])
