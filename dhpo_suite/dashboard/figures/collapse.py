@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from dhpo_suite.dashboard.collapse import Collapse
 from dhpo_suite.dashboard.figures.curves import axis_title, empty_figure, run_colors, thin
+from dhpo_suite.dashboard.figures.grid import axis_suffix
 
 WHY_ROWS = (
     ("token entropy (nats)", ("entropy/mean",)),
@@ -36,70 +37,77 @@ def why_figure(frame: pd.DataFrame, verdicts: dict[str, Collapse], colors: dict[
     """Did it collapse, when, why: entropy, length, binding clip per branch, KL and all-correct / all-wrong
     groups on one shared step axis (one row each, WHY_ROWS), each run's collapse step marked across all rows.
     The points of the entropy and length rows are clickable (the page opens the clicked step's tokens and
-    responses)."""
+    responses). Assembled as plain dicts and validated once (as figures.curves.overlay)."""
     rows = [(title, [m for m in metrics if m in frame.columns and frame[m].notna().any()])
             for title, metrics in WHY_ROWS]
     rows = [(t, ms) for t, ms in rows if ms]
     if not rows:
         return empty_figure("Collapse: when and why", "no data: none of entropy, length, clip, KL, groups recorded")
     colors = colors or run_colors(frame["run"])
-    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.03)
-    traces, at = [], []
+    layout = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.03).layout.to_plotly_json()
+    traces = []
     for run, g in frame.groupby("run", sort=False):
         x = g["step"].to_numpy()
         v = verdicts.get(run)
         marked = [s for s in (v.step, v.entropy.step, v.length.step) if s is not None] if v is not None else []
-        for r, (title, metrics) in enumerate(rows, start=1):
+        for r, (title, metrics) in enumerate(rows):
             for m in metrics:
                 if g[m].isna().all():  # e.g. no mixed branch in a baseline run
                     continue
                 label, dash = _STYLE.get(m, (m, "solid"))
                 tx, ty = thin(x, g[m].to_numpy(dtype=float), n=WHY_POINTS, at=marked)
-                traces.append(go.Scatter(
-                    x=tx, y=ty, name=run, legendgroup=run,
+                traces.append(dict(
+                    type="scatter", x=tx, y=ty, name=run, legendgroup=run,
                     # Streamlit selects markers only; on every row they would cost ~8000 SVG nodes to draw
                     mode="lines+markers" if m in _CLICKABLE else "lines", marker=dict(size=3),
-                    showlegend=r == 1 and m == metrics[0], line=dict(color=colors[run], dash=dash),
+                    showlegend=r == 0 and m == metrics[0], line=dict(color=colors[run], dash=dash),
                     meta=m, hovertemplate=f"{run} · {label} = %{{y:.4~{'%' if 'frac' in m or 'clip' in m else 'g'}}}"
-                                          "<extra></extra>"))
-                at.append(r)
-    fig.add_traces(traces, rows=at, cols=[1] * len(at))
-    for r, (title, metrics) in enumerate(rows, start=1):
+                                          "<extra></extra>", xaxis="x" + axis_suffix(r), yaxis="y" + axis_suffix(r)))
+    for r, (title, metrics) in enumerate(rows):
         fraction = any("frac" in m or m.startswith("clip/") for m in metrics)
-        fig.update_yaxes(title_text=title if len(metrics) > 1 else axis_title(metrics[0]), row=r, col=1,
-                         tickformat=".2~%" if fraction else ".3~g", title_font_size=11)
+        layout["yaxis" + axis_suffix(r)].update(
+            title=dict(text=title if len(metrics) > 1 else axis_title(metrics[0]), font=dict(size=11)),
+            tickformat=".2~%" if fraction else ".3~g")
+    layout["xaxis" + axis_suffix(len(rows) - 1)]["title"] = dict(
+        text="training step (click a point of the entropy or length row: that step opens below)")
     styles = "; ".join(" ".join(_STYLE[m]) for _, ms in rows for m in ms if m in _STYLE)
-    _mark_onsets(fig, rows, verdicts, colors)
-    fig.update_xaxes(title_text="training step (click a point of the entropy or length row: that step opens below)",
-                     row=len(rows))
+    shapes, notes = _onsets(rows, verdicts, colors)
     # the line styles on a second, smaller title line: one line clipped at both ends on a 1280 px screen
-    fig.update_layout(title=dict(text=f"Collapse: when and why<br><sup>{styles}</sup>", x=0.01, xanchor="left"),
-                      height=170 * len(rows) + 120,
-                      # "closest": a click reports the point under the cursor (unified hover reports another run's)
-                      margin=dict(t=100, b=50, l=70, r=10), hovermode="closest", hoverlabel=dict(namelength=-1),
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left"),
-                      clickmode="event+select")
-    return fig
+    layout.update(title=dict(text=f"Collapse: when and why<br><sup>{styles}</sup>", x=0.01, xanchor="left"),
+                  height=170 * len(rows) + 120, shapes=shapes, annotations=notes,
+                  # "closest": a click reports the point under the cursor (unified hover reports another run's)
+                  margin=dict(t=100, b=50, l=70, r=10), hovermode="closest", hoverlabel=dict(namelength=-1),
+                  legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left"),
+                  clickmode="event+select")
+    return go.Figure(data=traces, layout=layout)
 
-def _mark_onsets(fig: go.Figure, rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -> None:
-    """The verdict's steps, on the chart: the entropy onset on the entropy row and the length onset on the
-    length row (dotted, labelled; unless it is the run's step), and the run's collapse (both have collapsed)
-    across every row (dashed). An entropy-only collapse ("entropy collapsed at step s; length held") is thus
-    marked, at s, on its row."""
-    row_of = {ms[0]: r for r, (_, ms) in enumerate(rows, start=1)}
+
+def _onsets(rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -> tuple[list[dict], list[dict]]:
+    """(shapes, annotations) of the verdict's steps: the entropy onset on the entropy row and the length onset
+    on the length row (dotted, labelled; unless it is the run's step), and the run's collapse (both have
+    collapsed) across every row (dashed). An entropy-only collapse ("entropy collapsed at step s; length held")
+    is thus marked, at s, on its row."""
+    row_of = {ms[0]: r for r, (_, ms) in enumerate(rows)}
+    shapes, notes = [], []
     for run, v in verdicts.items():
         if run not in colors:
             continue
         for metric, onset, what in (("entropy/mean", v.entropy.step, "entropy"),
                                     ("length/mean", v.length.step, "length")):
             if onset is not None and metric in row_of and onset != v.step:  # the run's line marks it already
-                fig.add_vline(x=onset, line=dict(color=colors[run], dash="dot", width=2), row=row_of[metric], col=1,
-                              annotation=dict(text=f"{run}: {what} from {onset}", font=dict(color=colors[run], size=11),
-                                              xanchor="left", yanchor="top"), annotation_position="top right")
+                n = axis_suffix(row_of[metric])
+                ref = dict(xref="x" + n, yref=f"y{n} domain")
+                shapes.append(dict(type="line", x0=onset, x1=onset, y0=0, y1=1,
+                                   line=dict(color=colors[run], dash="dot", width=2), **ref))
+                notes.append(dict(text=f"{run}: {what} from {onset}", font=dict(color=colors[run], size=11),
+                                  x=onset, y=1, xanchor="left", yanchor="top", showarrow=False, **ref))
         if v.step is not None:
-            fig.add_vline(x=v.step, line=dict(color=colors[run], dash="dash", width=2))
-            fig.add_annotation(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
-                               xanchor="left", yanchor="bottom", font=dict(color=colors[run]))
+            shapes += [dict(type="line", x0=v.step, x1=v.step, y0=0, y1=1, xref="x" + axis_suffix(r),
+                            yref=f"y{axis_suffix(r)} domain", line=dict(color=colors[run], dash="dash", width=2))
+                       for r in range(len(rows))]
+            notes.append(dict(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
+                              xanchor="left", yanchor="bottom", font=dict(color=colors[run])))
+    return shapes, notes
 
 
 def clicked(points: list[dict], traces: tuple) -> tuple[str, int] | None:
