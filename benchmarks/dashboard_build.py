@@ -73,7 +73,7 @@ def measure(root: Path, repeats: int) -> dict[str, float | str]:
             "prepare (EMA 0.6)": lambda: state.update(f=fig.prepare(raw, cols, 0.6), r=fig.prepare(raw, cols)),
             "7 panels (overlay)": lambda: state.update(panels=[
                 panel(state["f"], m, m, band=b, extra=list(e), colors=colors, legend=False,
-                                 raw=state["r"], smoothing=0.6) for m, b, e in PANELS]),
+                      raw=state["r"], smoothing=0.6) for m, b, e in PANELS]),
             "as one figure (grid)": lambda: state.update(grid=grid(state["panels"])),
             "its JSON (st.plotly_chart)": lambda: pio.to_json(state["grid"].to_dict(), validate=False),
             "clip fractions, 2 runs": lambda: fig.clip_fractions(state["f"], ("token", "sequence", "mixed"), colors),
