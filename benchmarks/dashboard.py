@@ -261,6 +261,12 @@ def tour(root: Path, pause: float = PAUSE_S, src: Path | None = None
     return meter.rows, mem
 
 
+def abba(i: int, pair: list) -> list:
+    """Round i's order of a pair: AB, BA, AB, ... (neither always goes first: an order effect would read as a
+    difference between the two)."""
+    return pair if i % 2 == 0 else pair[::-1]
+
+
 def best(tours: list) -> tuple[dict, dict]:
     """Per action, the tour with the smallest wall time (the least disturbed by other work on the machine);
     memory from the last tour."""
@@ -283,8 +289,8 @@ def main() -> None:
         return against(args.against.resolve(), make_runs(base / f"steps-{args.steps}", args.steps), args)
     roots = {size: make_runs(base / f"steps-{size}", size) for size in (args.steps // 10, args.steps)}
     results: dict[int, list] = {size: [] for size in roots}
-    for i in range(args.repeats):  # alternate sizes so both see the same background load, in ABBA order
-        for size, root in list(roots.items())[:: 1 if i % 2 == 0 else -1]:
+    for i in range(args.repeats):  # alternate sizes so both see the same background load
+        for size, root in abba(i, list(roots.items())):
             results[size].append(tour(root, args.pause))
     small, small_mem = best(results[args.steps // 10])
     big, big_mem = best(results[args.steps])
@@ -367,8 +373,8 @@ def against(src: Path, root: Path, args) -> None:
     if not (src / "dhpo_suite" / "dashboard" / "app.py").exists():
         raise SystemExit(f"--against {src}: no dhpo_suite/dashboard/app.py there")
     results: dict[str, list] = {"old": [], "new": []}
-    for i in range(args.repeats):  # ABBA: neither version always goes first (an order effect reads as a change)
-        for name, where in (("old", src), ("new", None))[:: 1 if i % 2 == 0 else -1]:
+    for i in range(args.repeats):
+        for name, where in abba(i, [("old", src), ("new", None)]):
             results[name].append(tour(root, args.pause, where))
     (old, old_mem), (new, new_mem) = best(results["old"]), best(results["new"])
     print(f"\n{args.steps} steps; old: {src}, new: this checkout. Seconds: wall (server CPU + browser CPU)\n")

@@ -49,7 +49,7 @@ def widget_chunks() -> tuple[str, ...]:
 
 WARM_DRAW = (
     "() => { const P = window.Plotly; if (!P || !P.newPlot) return;"
-    " const idle = window.requestIdleCallback || ((f) => setTimeout(f, 300)); let left = 3;"
+    " let left = 3;"
     " const x = Array.from({length: 300}, (_, i) => i), y = x.map(Math.sin), z = x.map(Math.cos);"
     " const once = () => { const d = document.createElement('div');"
     " d.style.cssText = 'position:fixed;left:-5000px;top:0;width:600px;height:320px;visibility:hidden';"
@@ -66,7 +66,8 @@ WARM_DRAW = (
 the first real chart page then finds Plotly's drawing code compiled and run often enough to be optimised
 (benchmarks/dashboard.py: Dynamics' first visit 1.06 → 0.88 s with one draw, together with the one-call
 figures of figures/curves.py; three draws took the chart pages' first visits a further 0.12-0.30 s down, side
-by side). Sets window.__dhpoPlotlyWarm after the last."""
+by side). Sets window.__dhpoPlotlyWarm after the last. Runs inside preload_script's code, whose `idle` it
+uses."""
 
 
 def preload_script(chunk: str, widgets: tuple[str, ...] = ()) -> str:

@@ -88,6 +88,12 @@ def _onsets(rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -
     collapsed) across every row (dashed). An entropy-only collapse ("entropy collapsed at step s; length held")
     is thus marked, at s, on its row."""
     row_of = {ms[0]: r for r, (_, ms) in enumerate(rows)}
+
+    def line(r: int, step: int, color: str, dash: str) -> dict:  # a vertical line across row r
+        n = axis_suffix(r)
+        return dict(type="line", x0=step, x1=step, y0=0, y1=1, xref="x" + n, yref=f"y{n} domain",
+                    line=dict(color=color, dash=dash, width=2))
+
     shapes, notes = [], []
     for run, v in verdicts.items():
         if run not in colors:
@@ -95,16 +101,12 @@ def _onsets(rows: list, verdicts: dict[str, Collapse], colors: dict[str, str]) -
         for metric, onset, what in (("entropy/mean", v.entropy.step, "entropy"),
                                     ("length/mean", v.length.step, "length")):
             if onset is not None and metric in row_of and onset != v.step:  # the run's line marks it already
-                n = axis_suffix(row_of[metric])
-                ref = dict(xref="x" + n, yref=f"y{n} domain")
-                shapes.append(dict(type="line", x0=onset, x1=onset, y0=0, y1=1,
-                                   line=dict(color=colors[run], dash="dot", width=2), **ref))
+                shapes.append(line(row_of[metric], onset, colors[run], "dot"))
                 notes.append(dict(text=f"{run}: {what} from {onset}", font=dict(color=colors[run], size=11),
-                                  x=onset, y=1, xanchor="left", yanchor="top", showarrow=False, **ref))
+                                  x=onset, y=1, xanchor="left", yanchor="top", showarrow=False,
+                                  xref=shapes[-1]["xref"], yref=shapes[-1]["yref"]))
         if v.step is not None:
-            shapes += [dict(type="line", x0=v.step, x1=v.step, y0=0, y1=1, xref="x" + axis_suffix(r),
-                            yref=f"y{axis_suffix(r)} domain", line=dict(color=colors[run], dash="dash", width=2))
-                       for r in range(len(rows))]
+            shapes += [line(r, v.step, colors[run], "dash") for r in range(len(rows))]
             notes.append(dict(x=v.step, y=1.0, yref="paper", text=f"{run}: collapse @ {v.step}", showarrow=False,
                               xanchor="left", yanchor="bottom", font=dict(color=colors[run])))
     return shapes, notes
