@@ -15,12 +15,19 @@ from dhpo_suite.dashboard import data
 from dhpo_suite.dashboard.registry import RUNS_DIR_ENV
 
 __all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker",
-           "show_problems", "is_stale", "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S"]
+           "show_problems", "is_stale", "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S", "SMOOTHING",
+           "FULL_RANGE", "CONTEXT_KEY"]
 
 REFRESH_S = 5.0
 STALE_AFTER_S = 600.0
 """A "running" run with no new step for this long is shown as stale (a SIGKILLed run keeps "running")."""
 _MAX_DEFAULT = 4
+SMOOTHING = 0.6
+"""The smoothing slider's default (EMA weight)."""
+CONTEXT_KEY = "_dhpo_context"
+"""Session-state key of the last Context a page read."""
+FULL_RANGE = (0, 10**12)
+"""What step_controls returns for the whole range: its end follows new steps of a live run."""
 
 
 @dataclass
@@ -153,7 +160,9 @@ def context() -> Context:
     if st.session_state.get("auto_refresh", True):
         with st.sidebar:
             _watch(root, _runs_signature(root))
-    return Context(root, table, selected, refresh, REFRESH_S if live and anywhere else None)
+    ctx = Context(root, table, selected, refresh, REFRESH_S if live and anywhere else None)
+    st.session_state[CONTEXT_KEY] = ctx  # for what runs after the page (prefetch.schedule_current)
+    return ctx
 
 
 FILTERS = ("algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "model", "task", "backend",
@@ -195,10 +204,10 @@ def step_controls(max_step: int, key: str, smoothing: bool = True) -> tuple[tupl
     if max_step <= 0:
         return (0, max(max_step, 0)), 0.0
     lo, hi = left.slider("Step range", 0, int(max_step), (0, int(max_step)), key=f"{key}_range")
-    alpha = right.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key=f"{key}_smooth",
+    alpha = right.slider("Smoothing", 0.0, 0.99, SMOOTHING, 0.01, key=f"{key}_smooth",
                          help="Exponential moving average weight (0: raw values)") if smoothing else 0.0
     # A range that reaches the last step follows new steps of a live run.
-    return (lo, 10**12 if hi == max_step else hi), alpha
+    return (lo, FULL_RANGE[1] if hi == max_step else hi), alpha
 
 
 def _sync(src: str, dst: str) -> None:

@@ -24,6 +24,7 @@ def preload() -> None:
     import dhpo_suite.dashboard.figures.evaluation  # noqa: F401
     import dhpo_suite.dashboard.figures.outliers  # noqa: F401
     import dhpo_suite.dashboard.frames  # noqa: F401
+    import dhpo_suite.dashboard.prefetch  # noqa: F401  (and views, the pages' cached builds)
     import dhpo_suite.dashboard.sweep_stats  # noqa: F401  (scipy.stats, through science.compare)
 
     import numpy as np

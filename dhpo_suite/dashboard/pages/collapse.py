@@ -2,13 +2,11 @@
 groups without signal on one shared step axis with the collapse step marked; a clicked (or typed) step opens
 that step's outlier tokens and responses. Below: the entropy-percentile view of one run."""
 
-import dataclasses
-
 import pandas as pd
 import streamlit as st
 
-from dhpo_suite.dashboard import controls, data, frames, viewer
-from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse, verdict
+from dhpo_suite.dashboard import controls, data, frames, viewer, views
+from dhpo_suite.dashboard.collapse import CollapseRule, verdict
 from dhpo_suite.dashboard.figures import collapse as fig
 from dhpo_suite.dashboard.figures.curves import prepare
 
@@ -27,26 +25,11 @@ with st.expander("Collapse rule (see docs/dashboard.md)"):
     st.caption("Plateau: median of the first 10 % of steps. Collapse: the centred 5-step median stays below "
                "(1 − drop) × plateau for `patience` steps; the run collapses when entropy and length both have.")
 
-WHY = [m for _, ms in fig.WHY_ROWS for m in ms]
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)  # the figure is only read (st.plotly_chart copies it)
-def why_view(versions: tuple, rule: tuple, colors: tuple) -> tuple[dict, object]:
-    """(verdicts, the five-row figure) of the runs `versions` ((run, path, run_version) each): built once per
-    version of the runs, not on every rerun (a click, a step typed)."""
-    raw = pd.concat([data.scalars(path, v)[0].assign(run=run) for run, path, v in versions], ignore_index=True)
-    verdicts = {r: detect_collapse(g.set_index("step").get("entropy/mean", pd.Series(dtype=float)),
-                                   g.set_index("step").get("length/mean", pd.Series(dtype=float)), CollapseRule(*rule))
-                for r, g in raw.groupby("run", sort=False)}
-    return verdicts, fig.why_figure(prepare(raw, WHY), verdicts, dict(colors))
-
-
 @st.fragment(run_every=ctx.refresh)
 def detector() -> None:
     frame, problems = frames.scalars_frame(ctx)
     controls.show_problems(problems)
-    versions = tuple((r, ctx.path(r), data.run_version(ctx.path(r))) for r in ctx.selected)
-    verdicts, why = why_view(versions, dataclasses.astuple(rule), tuple(ctx.colors.items()))
+    verdicts, why = views.collapse_view(ctx, rule)
     st.dataframe(pd.DataFrame({r: {"verdict": verdict(v), "collapse step": v.step, "entropy collapse": v.entropy.step,
                                    "entropy plateau": v.entropy.plateau, "length collapse": v.length.step,
                                    "length plateau": v.length.plateau} for r, v in verdicts.items()}).T,
