@@ -9,15 +9,17 @@ step's outliers and responses. The page then finds them in Streamlit's caches; i
 done, Streamlit's per-entry lock makes it wait for that build instead of starting a second one.
 
 Runs still being written are left out: their next step changes the cache key, and the trainer needs the CPU. A
-selection is prefetched once per version of its runs, whichever session asks. The thread runs at low CPU priority
-(nice 10: the browser drawing the page comes first) and never raises: what it could not build, the page builds
-and reports itself."""
+selection is prefetched once per version of its runs, whichever session asks. The thread starts DELAY_S after the
+page's script has ended, so that it does not compete with the browser drawing the page (on the 2-core benchmark
+machine, browser and server share the cores), and it never raises: what it could not build, the page builds and
+reports itself. It is not run at a lower OS priority: holding the GIL while descheduled, it would stall the
+server's own thread (priority inversion)."""
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
@@ -26,10 +28,12 @@ from dhpo_suite.dashboard import controls, data, views
 from dhpo_suite.dashboard.collapse import CollapseRule
 from dhpo_suite.runs.format import step_file
 
-__all__ = ["schedule", "warm", "wait", "MAX_RUNS"]
+__all__ = ["schedule", "schedule_current", "warm", "wait", "MAX_RUNS", "DELAY_S"]
 
 MAX_RUNS = 4
 """Most selected runs whose Clipping views are prefetched (the default selection has at most 4)."""
+DELAY_S = 1.0
+"""Seconds between the end of the page's script and the prefetch: the browser draws the page meanwhile."""
 
 _log = logging.getLogger(__name__)
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dhpo-prefetch")
@@ -60,10 +64,7 @@ def wait(timeout: float = 60) -> None:
 
 
 def _quietly(ctx: controls.Context) -> None:
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # Linux: this thread only
-    except (AttributeError, OSError):
-        pass
+    time.sleep(DELAY_S)
     try:
         warm(ctx)
     except Exception:  # the page will build (and report) whatever failed here
