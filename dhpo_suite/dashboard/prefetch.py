@@ -1,6 +1,6 @@
 """Build the chart pages' first views in the background while the user reads the page on screen.
 
-A chart page's first visit used to read its runs' files and build its figures while the user waited: 0.1-0.4 s of
+A chart page's first visit used to read its runs' files and build its figures while the user waited: 0.2-0.5 s of
 the server's CPU before the browser could start drawing (benchmarks/RESULTS.md, issue 30). After every full run
 of the app, `schedule` hands the selection to one background thread, which calls the pages' cached view
 functions (views.py) with the widgets' defaults: Dynamics' panels, Entropy collapse's verdicts and figure, and
@@ -47,7 +47,7 @@ def schedule(ctx: controls.Context | None) -> None:
     global _last
     if ctx is None or not ctx.selected:
         return
-    key = (ctx.root, views.versions(ctx))
+    key = (ctx.root, views.versions(ctx), tuple(ctx.colors.items()))  # a new run may recolour the others
     with _lock:
         if key in _done:
             return
@@ -58,7 +58,7 @@ def schedule(ctx: controls.Context | None) -> None:
 
 
 def wait(timeout: float = 60) -> None:
-    """Block until the last scheduled prefetch has finished (tests, benchmarks)."""
+    """Block until the last scheduled prefetch has finished (tests)."""
     if _last is not None:
         _last.result(timeout)
 
