@@ -179,8 +179,13 @@ def _step_frame(kind: str, run_dir: str, step: int) -> tuple[pd.DataFrame, list[
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
-def outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
+def _outliers(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
     return _step_frame("outliers", run_dir, step)
+
+
+def outliers(run_dir: str, step: int) -> tuple[pd.DataFrame, list[str]]:
+    """The step's outlier tokens (cached per version of its file)."""
+    return _outliers(run_dir, int(step), mtime(step_file(run_dir, "outliers", step)))
 
 
 @st.cache_data(max_entries=16, ttl=_TTL, show_spinner=False)
@@ -200,9 +205,14 @@ def outlier_tables(run_dir: str, steps: list[int], columns: Sequence[str]) -> tu
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
-def samples(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
-    """Every recorded response of the step: the sampled ones and those outlier tokens come from (`source`)."""
+def _samples(run_dir: str, step: int, version: int) -> tuple[pd.DataFrame, list[str]]:
     return _step_frame("responses", run_dir, step)
+
+
+def samples(run_dir: str, step: int) -> tuple[pd.DataFrame, list[str]]:
+    """Every recorded response of the step: the sampled ones and those outlier tokens come from (`source`);
+    cached per version of its file."""
+    return _samples(run_dir, int(step), mtime(step_file(run_dir, "samples", step)))
 
 
 @st.cache_data(max_entries=512, ttl=_TTL, show_spinner=False)

@@ -26,7 +26,6 @@ import streamlit as st
 
 from dhpo_suite.dashboard import controls, data, views
 from dhpo_suite.dashboard.collapse import CollapseRule
-from dhpo_suite.runs.format import step_file
 
 __all__ = ["schedule", "schedule_current", "warm", "wait", "MAX_RUNS", "DELAY_S"]
 
@@ -86,11 +85,10 @@ def warm(ctx: controls.Context) -> None:
         branches = views.branches(scalars.columns)
         views.clip_view(ctx, run, branches)
         if branches:
-            views.heatmap_view(path, steps, controls.FULL_RANGE, branches[0], "all",
-                               f"clip/{branches[0]}/outside_low" in scalars.columns)
+            views.heatmap_view(path, steps, controls.FULL_RANGE, branches[0], "all", scalars.columns)
         views.binding_view(path, steps, controls.FULL_RANGE)
-        data.outliers(path, steps[-1], data.mtime(step_file(path, "outliers", steps[-1])))
-        data.samples(path, steps[-1], data.mtime(step_file(path, "samples", steps[-1])))
+        data.outliers(path, steps[-1])
+        data.samples(path, steps[-1])
 
 
 def schedule_current() -> None:

@@ -9,7 +9,6 @@ import streamlit as st
 from dhpo_suite.dashboard import controls, data
 from dhpo_suite.dashboard.figures import outliers as fo
 from dhpo_suite.dashboard.figures.tokens import CAPTIONS, COLOR_BY, color_legend_html, rollout_html
-from dhpo_suite.runs.format import step_file
 
 __all__ = ["step_samples", "responses", "outlier_rows", "response_header"]
 
@@ -18,7 +17,7 @@ _BRANCH = {"token_ratio": "token", "seq_ratio": "sequence", "mixed_ratio": "mixe
 
 def step_samples(path: str, step: int) -> pd.DataFrame:
     """The step's recorded responses (the sampled ones, then those outliers come from), problems shown."""
-    samples, probs = data.samples(path, step, data.mtime(step_file(path, "samples", step)))
+    samples, probs = data.samples(path, step)
     controls.show_problems(probs)
     if not samples.empty and "source" not in samples.columns:
         samples = samples.assign(source="sample")
@@ -81,7 +80,7 @@ def responses(ctx: controls.Context, run: str, step: int, key: str, rows: pd.Dat
 def outlier_rows(ctx: controls.Context, run: str, step: int, branches: list[str], key: str) -> None:
     """The step's outlier tokens (farthest outside first); selecting a row opens its full response below."""
     path = ctx.path(run)
-    table, probs = data.outliers(path, step, data.mtime(step_file(path, "outliers", step)))
+    table, probs = data.outliers(path, step)
     controls.show_problems(probs)
     shown = fo.outlier_table(table, branches)
     st.caption("Select a row to open the response the token comes from (the token is outlined in orange).")

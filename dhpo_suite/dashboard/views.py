@@ -44,9 +44,19 @@ def versions(ctx: Context, runs: list[str] | None = None) -> tuple:
     return tuple((r, ctx.path(r), data.run_version(ctx.path(r))) for r in (ctx.selected if runs is None else runs))
 
 
+def _colors(ctx: Context) -> tuple:
+    """(run, colour) of each selected run: a hashable cache-key argument."""
+    return tuple((r, ctx.colors[r]) for r in ctx.selected)
+
+
+def _stacked(versions: tuple) -> pd.DataFrame:
+    """The scalars of the runs `versions`, stacked with a `run` column."""
+    return pd.concat([data.scalars(path, v)[0].assign(run=run) for run, path, v in versions], ignore_index=True)
+
+
 def _frames(versions: tuple, alpha: float, step_range: tuple, x_axis: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(raw, smoothed) scalars of the runs `versions`, stacked, in the range, on the x axis."""
-    raw = pd.concat([data.scalars(path, v)[0].assign(run=run) for run, path, v in versions], ignore_index=True)
+    raw = _stacked(versions)
     cols = list(raw.columns.drop(["run", "step"]))
     return curves.prepare(raw, cols, 0.0, step_range, x_axis), curves.prepare(raw, cols, alpha, step_range, x_axis)
 
@@ -67,8 +77,7 @@ def _panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tupl
 def dynamics_panels(ctx: Context, alpha: float, step_range: tuple, extra: tuple, log_y: bool,
                     x_axis: str) -> go.Figure:
     """The Dynamics panels of the selected runs as one figure of subplots (the browser's cost is per figure)."""
-    colors = tuple((r, ctx.colors[r]) for r in ctx.selected)
-    return _panels(versions(ctx), frames.evals_frame(ctx)[0], alpha, step_range, colors, extra, log_y, x_axis)
+    return _panels(versions(ctx), frames.evals_frame(ctx)[0], alpha, step_range, _colors(ctx), extra, log_y, x_axis)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -81,9 +90,8 @@ def _clip_panel(versions: tuple, alpha: float, step_range: tuple, colors: tuple,
 
 def dynamics_clip(ctx: Context, alpha: float, step_range: tuple, x_axis: str) -> go.Figure:
     """The clip fractions of the selected runs (6 subplots, ~12 traces per run)."""
-    colors = tuple((r, ctx.colors[r]) for r in ctx.selected)
     modes = tuple((r, str(ctx.table.at[r, "clip"])) for r in ctx.selected)
-    return _clip_panel(versions(ctx), alpha, step_range, colors, modes, x_axis)
+    return _clip_panel(versions(ctx), alpha, step_range, _colors(ctx), modes, x_axis)
 
 
 def dynamics_csv(versions: tuple, metric: str, alpha: float, step_range: tuple, x_axis: str) -> bytes:
@@ -98,7 +106,7 @@ WHY = [m for _, ms in fcollapse.WHY_ROWS for m in ms]
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # the figure is only read (st.plotly_chart copies it)
 def _why(versions: tuple, rule: tuple, colors: tuple) -> tuple[dict[str, Collapse], go.Figure]:
-    raw = pd.concat([data.scalars(path, v)[0].assign(run=run) for run, path, v in versions], ignore_index=True)
+    raw = _stacked(versions)
     verdicts = {r: detect_collapse(g.set_index("step").get("entropy/mean", pd.Series(dtype=float)),
                                    g.set_index("step").get("length/mean", pd.Series(dtype=float)), CollapseRule(*rule))
                 for r, g in raw.groupby("run", sort=False)}
@@ -141,12 +149,13 @@ def _heatmap(path: str, steps: tuple, names: tuple, versions: tuple, has_region:
 
 
 def heatmap_view(path: str, steps: list[int], step_range: tuple, branch: str, sign: str,
-                 has_region: bool) -> tuple[go.Figure, list[str]]:
+                 columns) -> tuple[go.Figure, list[str]]:
     """The log-ratio heatmap of a branch over at most frames.HEATMAP_STEPS steps of the range, and the problems
-    of the files it could not read; `has_region`: the branch has clip metrics, so a trust region is drawn."""
+    of the files it could not read; `columns`: the run's scalars columns (a branch without clip metrics has no
+    trust region to draw)."""
     shown = frames.sample_steps(steps, *step_range)
     return _heatmap(path, tuple(shown), tuple(frames.log_ratio_names(branch, sign)),
-                    data.step_versions(path, "distributions", shown), has_region,
+                    data.step_versions(path, "distributions", shown), f"clip/{branch}/outside_low" in columns,
                     f"log(ratio) of the {branch} branch ({sign})", branch)
 
 

@@ -36,8 +36,7 @@ with st.expander("What outside and binding mean", expanded=False):
     st.markdown(CLIP_DEFINITIONS)
 
 (lo, hi), _ = controls.step_controls(steps[-1], "outliers", smoothing=False)
-heatmap, probs = views.heatmap_view(path, steps, (lo, hi), branch, sign,
-                                    f"clip/{branch}/outside_low" in scal.columns)  # no clip metrics: no region
+heatmap, probs = views.heatmap_view(path, steps, (lo, hi), branch, sign, scal.columns)
 controls.show_problems(probs)
 st.plotly_chart(heatmap, key="outliers_heatmap", theme=None)
 
