@@ -2,12 +2,12 @@
 the first chart page opens warm.
 
 Streamlit imports its Plotly component (Plotly.js: ~1.5 s of browser CPU here) lazily, with the first chart of a
-browser session, which made the first visit of a chart page take 2-3 s. A 1-pixel iframe asks the
-parent page to import that same module URL when the browser is idle; the module map then holds it and the
-chart page's own import resolves at once; a throw-away chart drawn off screen three times then compiles
-Plotly's drawing code and gets it optimised. It is rendered on every run, not once per session: a click that
-reruns the app before the first iframe has executed would otherwise lose the preload (seen in the browser
-test). The iframe stays mounted while its HTML is unchanged, and the parent page imports the chunk once. Best
+browser session, which made the first visit of a chart page take 2-3 s. A 1-pixel iframe asks the parent page
+to import that same module URL once the first page's script has finished and the browser is idle; the module map
+then holds it and the chart page's own import resolves at once; a throw-away chart drawn off screen three times
+then compiles Plotly's drawing code and gets it optimised. It is rendered on every run, not once per session: a
+click that reruns the app before the first iframe has executed would otherwise lose the preload (seen in the
+browser test). The iframe stays mounted while its HTML is unchanged, and the parent page imports the chunk once. Best
 effort: with another Streamlit build (no such chunk, no such script tag) nothing happens.
 
 Then, when the browser is idle again, the same is done for the lazily loaded modules of the widgets the chart
@@ -70,6 +70,24 @@ by side). Sets window.__dhpoPlotlyWarm after the last. Runs inside preload_scrip
 uses."""
 
 
+SETTLE_MS = 500
+"""The page's script must have finished this long before the preload starts (see SETTLED)."""
+
+SETTLED = (
+    "const settled = (f) => { let since = null; const t = setInterval(() => {"
+    " const app = document.querySelector('[data-testid=\"stApp\"]');"
+    " const state = app && app.getAttribute('data-test-script-state');"
+    " const now = performance.now();"
+    " if (state && state !== 'notRunning') since = null; else if (since === null) since = now;"
+    f" else if (now - since >= {SETTLE_MS}) {{ clearInterval(t); f(); }} }}, 100); }};"
+)
+"""`settled(f)` calls f once the app's script has not been running for SETTLE_MS (checked every 0.1 s; at once
+when the page has no such attribute, as with another Streamlit build). Importing and compiling Plotly.js costs
+~1.5 s of browser CPU: started at the browser's first idle moment, it often ran while the first page was still
+being drawn (between the script's messages) and pushed that page's end back (benchmarks/RESULTS.md, issue 30,
+session 14)."""
+
+
 def preload_script(chunk: str, widgets: tuple[str, ...] = ()) -> str:
     """HTML for the component iframe: evaluated in the parent page (same origin), so the imports land in the
     module map of Streamlit's own page. The URLs are built from the page's index script, which also works when
@@ -78,12 +96,12 @@ def preload_script(chunk: str, widgets: tuple[str, ...] = ()) -> str:
     code = (
         "if (!window.__dhpoPlotlyPreload) { window.__dhpoPlotlyPreload = true;"
         "const s = document.querySelector('script[type=\"module\"][src*=\"/static/js/index.\"]');"
-        "const idle = window.requestIdleCallback || ((f) => setTimeout(f, 300));"
+        "const idle = window.requestIdleCallback || ((f) => setTimeout(f, 300));" + SETTLED +
         "if (s) { const base = s.src.replace(/[^/]*$/, '');"
         f" const widgets = () => Promise.all({json.dumps(list(widgets))}.map((c) => import(base + c)"
         ".then(() => 1, () => 0))).then((ok) => { window.__dhpoWidgetsLoaded = ok.reduce((a, b) => a + b, 0); });"
-        f" idle(() => import(base + {json.dumps(chunk)}).then(" + WARM_DRAW + ")"
-        ".catch(() => {}).then(() => idle(widgets, {timeout: 2000})), {timeout: 2000}); } }"
+        f" settled(() => idle(() => import(base + {json.dumps(chunk)}).then(" + WARM_DRAW + ")"
+        ".catch(() => {}).then(() => idle(widgets, {timeout: 2000})), {timeout: 2000})); } }"
     )
     return f"<script>try {{ window.parent.eval({json.dumps(code)}); }} catch (e) {{}}</script>"
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from dhpo_suite.dashboard.registry import PAGES
-from dhpo_suite.dashboard.warmup import WIDGET_CHUNKS, plotly_chunk, preload_script, widget_chunks
+from dhpo_suite.dashboard.warmup import (SETTLE_MS, SETTLED, WIDGET_CHUNKS, plotly_chunk, preload_script,
+                                         widget_chunks)
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
 from tests.dashboard.fixture_runs import sample_advantage, write_run
 
@@ -367,3 +368,26 @@ def test_this_streamlit_build_has_the_plotly_chunk_the_preload_imports():
     widgets = widget_chunks()  # one module per name: a renamed widget module would silently not be preloaded
     assert [w.split(".")[0] for w in widgets] == list(WIDGET_CHUNKS)
     assert all(w in preload_script(chunk, widgets) for w in widgets)
+
+
+def test_the_preload_waits_until_the_pages_script_has_finished():
+    """Plotly's ~1.5 s import must not start while the first page is still arriving: `settled` (warmup.py)
+    calls back only once the app's script-state attribute has read notRunning for SETTLE_MS, in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    require_chromium()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_content('<div data-testid="stApp" data-test-script-state="running"></div>')
+            page.evaluate(f"() => {{ {SETTLED} settled(() => {{ window.__fired = performance.now(); }}); }}")
+            page.wait_for_timeout(3 * SETTLE_MS)
+            assert page.evaluate("() => window.__fired") is None  # still running: not yet
+            finished = page.evaluate("() => { document.querySelector('[data-testid=\"stApp\"]')"
+                                     ".setAttribute('data-test-script-state', 'notRunning');"
+                                     " return performance.now(); }")
+            page.wait_for_function("() => window.__fired !== undefined", timeout=10_000)
+            assert page.evaluate("() => window.__fired") - finished >= SETTLE_MS
+        finally:
+            browser.close()
