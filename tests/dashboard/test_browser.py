@@ -204,6 +204,9 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             assert page.get_by_text("Response #150", exact=False).count() >= 1  # that step's responses
             page.screenshot(path=str(ARTIFACTS / "question-collapse.png"), full_page=True)
             docs_screenshot(page, "collapse-step", height=2000)
+            page.goto(page.url)  # a shared link opens the step view (drawn only when opened) at that step
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.get_by_text("Response #150", exact=False).first.wait_for(timeout=60_000)
 
             # 2. Which branch's clip binds, on which tokens? Click 2: the first outlier row opens its response.
             ask(page, url, "Which branch's clip binds, on which tokens?", "Clipping and outliers")

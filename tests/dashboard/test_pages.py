@@ -100,8 +100,12 @@ def check_collapse(at, root):
     axes = [k for k in why["layout"] if k.startswith("yaxis")]
     assert len(axes) == 5 and all(why["layout"][a].get("matches", "x") for a in axes)
     assert why["layout"]["yaxis3"]["tickformat"].endswith("%")
-    # The step view below: outlier tokens and responses of the step (last one by default).
-    assert at.number_input(key="collapse_step_box").value == 29
+    # The step view below, drawn only once opened (a click on the chart opens it, or a link with a step):
+    # outlier tokens and responses of the step (last one by default).
+    assert "**Sampled responses**" not in texts(at) and "step" not in at.query_params
+    at.session_state["collapse_step_open"] = True
+    at.run()
+    assert at.number_input(key="collapse_step_box").value == 29 and at.query_params["step"] == "29"
     assert "**Sampled responses**" in texts(at) and "**Response #290**" in texts(at)  # the step's view
     assert figures(at)[-1]["title"].startswith("Collapse: when and why")  # percentiles drawn only on request
     at.segmented_control(key="collapse_view").set_value("Entropy percentiles").run()

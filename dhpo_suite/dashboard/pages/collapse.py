@@ -42,14 +42,30 @@ def detector() -> None:
         hit = fig.clicked(points, why.data)
         if hit is not None and hit[0] in ctx.selected:
             st.session_state["collapse_run"], st.session_state["collapse_step_box"] = hit
+            st.session_state["collapse_step_open"] = True
             st.rerun(scope="app")  # the step view lies outside this live fragment
 
 
 detector()
 
+if controls.url_param("step") and "collapse_step_open" not in st.session_state:  # a shared link to a step
+    st.session_state["collapse_step_open"] = True
+
+
 @st.fragment  # a step or tab change redraws only this part, not the chart above
 def step_view() -> None:
-    st.subheader("The tokens and responses of a step")
+    # Drawn only when opened (a lazy expander), as a click on the chart does: the outlier table and the coloured
+    # responses below the fold were a third of the page's browser CPU (benchmarks/RESULTS.md, issue 30, session 14).
+    box = st.expander("The tokens and responses of a step (click a point of the entropy or length row to open it "
+                      "at that step)", key="collapse_step_open", on_change="rerun")
+    if not box.open:
+        controls.set_url(step=None, run=None)
+        return
+    with box:
+        step_body()
+
+
+def step_body() -> None:
     run = st.selectbox("Run", ctx.selected, key="collapse_run")
     frame, _ = frames.scalars_frame(ctx, [run])
     steps = [int(s) for s in frame["step"]]
