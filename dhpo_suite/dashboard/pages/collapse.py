@@ -1,6 +1,7 @@
 """Did it collapse, when, why: the detector's verdict per run; entropy, length, binding clip per branch, KL and
-groups without signal on one shared step axis with the collapse step marked; a clicked (or typed) step opens
-that step's outlier tokens and responses. Below: the entropy-percentile view of one run."""
+groups without signal on one shared step axis with the collapse step marked; a clicked step opens, below, that
+step's outlier tokens and responses (a section drawn only when open, where a step can also be typed), or the
+run's entropy percentiles."""
 
 import pandas as pd
 import streamlit as st
@@ -55,7 +56,8 @@ if controls.url_param("step") and "collapse_step_open" not in st.session_state: 
 @st.fragment  # a step or tab change redraws only this part, not the chart above
 def step_view() -> None:
     # Drawn only when opened (a lazy expander), as a click on the chart does: the outlier table and the coloured
-    # responses below the fold were a third of the page's browser CPU (benchmarks/RESULTS.md, issue 30, session 14).
+    # responses below the fold were a quarter to a third of the page's browser CPU (benchmarks/RESULTS.md,
+    # issue 30, session 14).
     box = st.expander("The tokens and responses of a step (click a point of the entropy or length row to open it "
                       "at that step)", key="collapse_step_open", on_change="rerun")
     if not box.open:
