@@ -83,9 +83,9 @@ SETTLED = (
 )
 """`settled(f)` calls f once the app's script has not been running for SETTLE_MS (checked every 0.1 s; at once
 when the page has no such attribute, as with another Streamlit build). Importing and compiling Plotly.js costs
-~1.5 s of browser CPU: started at the browser's first idle moment, it often ran while the first page was still
-being drawn (between the script's messages) and pushed that page's end back (benchmarks/RESULTS.md, issue 30,
-session 14)."""
+~1.5 s of browser CPU: started at the browser's first idle moment, it could run while the first page was still
+being drawn (between the script's messages); waiting moved ~2 s of browser CPU out of the first page's window
+(benchmarks/RESULTS.md, issue 30, session 14)."""
 
 
 def preload_script(chunk: str, widgets: tuple[str, ...] = ()) -> str:
