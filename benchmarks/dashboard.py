@@ -100,14 +100,20 @@ def start(root: Path, src: Path | None = None) -> tuple[subprocess.Popen, str, f
                              "--headless", "--port", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, **where)
     url = f"http://localhost:{port}"
+    healthy(proc, url, "dashboard")
+    return proc, url, time.perf_counter() - t0
+
+
+def healthy(proc: subprocess.Popen, url: str, what: str) -> None:
+    """Wait (≤ 60 s) until the Streamlit server at `url` answers its health check; kill it if it never does."""
     for _ in range(600):
         try:
             urllib.request.urlopen(url + "/_stcore/health", timeout=1).read()
-            return proc, url, time.perf_counter() - t0
+            return
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("dashboard did not start")
+    raise RuntimeError(f"{what} did not start")
 
 
 USABLE = """async ([settle, limit]) => {

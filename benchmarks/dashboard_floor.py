@@ -19,10 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from dashboard import CHROMIUM_ARGS, Meter, abba, free_port, make_runs, start, usable  # benchmarks/dashboard.py
+from dashboard import (CHROMIUM_ARGS, Meter, abba, free_port, healthy, make_runs, start,  # benchmarks/dashboard.py
+                       usable)
 
 BARE_APP = """import numpy as np, pandas as pd, streamlit as st
 st.set_page_config(layout="wide")
@@ -40,14 +40,8 @@ def start_bare(folder: Path) -> tuple[subprocess.Popen, str]:
                              "--server.port", str(port), "--browser.gatherUsageStats", "false"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://localhost:{port}"
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1).read()
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("bare Streamlit app did not start")
+    healthy(proc, url, "bare Streamlit app")
+    return proc, url
 
 
 def first_page(kind: str, root: Path, folder: Path) -> tuple[float, float, float]:

@@ -116,7 +116,7 @@ def _why(versions: tuple, rule: tuple, colors: tuple) -> tuple[dict[str, Collaps
 def collapse_view(ctx: Context, rule: CollapseRule) -> tuple[dict[str, Collapse], go.Figure]:
     """(verdicts, the five-row figure) of the selected runs: built once per version of the runs, not on every
     rerun (a click, a step typed)."""
-    return _why(versions(ctx), dataclasses.astuple(rule), tuple(ctx.colors.items()))
+    return _why(versions(ctx), dataclasses.astuple(rule), _colors(ctx))
 
 
 def branches(columns) -> list[str]:
