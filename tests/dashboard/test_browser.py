@@ -124,6 +124,21 @@ FIGURE = f"""(title) => {{
                           ytype: gd._fullLayout[(y || 'y').replace('y', 'yaxis')].type,
                           axes: Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k)).length}}}} : null;
 }}"""
+
+
+def figure(page, title: str) -> dict:
+    """The figure (or panel) titled so, once drawn: a page's charts can appear across more than one script run,
+    so the app being idle with its charts so far drawn does not yet mean this one is there."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    try:
+        page.wait_for_function(f"(t) => ({FIND})(t)[0] !== null", arg=title, timeout=60_000)
+    except Timeout:
+        errors = page.locator('[data-testid="stException"]').all_inner_texts()
+        raise AssertionError(f"no figure {title!r} within 60 s on {page.url}; errors shown: {errors}") from None
+    return page.evaluate(FIGURE, title)
+
+
 POINT = f"""([title, run, meta, x]) => {{  // page coordinates of a run's point at step x
     const [gd, panel] = ({FIND})(title);
     const t = gd._fullData.find(d => d.name === run && d.meta === meta && (!panel || d.xaxis === panel));
@@ -192,7 +207,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
 
             # 1. Did it collapse, when, why? Click 1: the link; click 2: a point at step 15 of dhpo-e.
             ask(page, url, "Did it collapse, when, why?", "Entropy collapse")
-            why = page.evaluate(FIGURE, "Collapse: when and why")
+            why = figure(page, "Collapse: when and why")
             assert why["layout"]["axes"] == 5 and set(why["layout"]["shapes"]) == {12}  # collapse marked
             assert {t["meta"] for t in why["data"]} >= {"entropy/mean", "length/mean", "clip/token/binding",
                                                       "clip/mixed/binding", "kl/k3", "groups/all_correct_frac"}
@@ -210,7 +225,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
 
             # 2. Which branch's clip binds, on which tokens? Click 2: the first outlier row opens its response.
             ask(page, url, "Which branch's clip binds, on which tokens?", "Clipping and outliers")
-            clip = page.evaluate(FIGURE, "Clip fractions per branch")
+            clip = figure(page, "Clip fractions per branch")
             assert {"dhpo-e · surrogate clipped", "dhpo-e · m outside token ε (reference)", "dhpo-e · binding"} \
                 <= {t["name"] for t in clip["data"]}
             page.get_by_role("heading", name="Tokens that bind most in dhpo-e").wait_for()
@@ -230,7 +245,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             assert page.locator(".run-legend").count() == 1
             colors = {}
             for title in ("Token entropy", "Response length", "Reward"):
-                for t in page.evaluate(FIGURE, title)["data"]:
+                for t in figure(page, title)["data"]:
                     if t["name"] in ("dhpo-e", "grpo", "live"):
                         colors.setdefault(t["name"], set()).add(t["color"])
             assert all(len(c) == 1 for c in colors.values()) and len({min(c) for c in colors.values()}) == 3
@@ -255,7 +270,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             page.get_by_text("Clip fractions per branch and side", exact=True).click()
             page.wait_for_function("() => location.search.includes('clip=1')", timeout=60_000)
             page.wait_for_function(f"() => ({FIGURE})('Clip fractions per branch') !== null", timeout=60_000)
-            assert "grpo · outside" in {t["name"] for t in page.evaluate(FIGURE, "Clip fractions per branch")["data"]}
+            assert "grpo · outside" in {t["name"] for t in figure(page, "Clip fractions per branch")["data"]}
             page.goto(page.url)  # a shared link opens with the section open
             page.wait_for_function(f"() => ({FIGURE})('Clip fractions per branch') !== null", timeout=60_000)
 
