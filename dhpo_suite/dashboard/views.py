@@ -54,6 +54,7 @@ def _stacked(versions: tuple) -> pd.DataFrame:
     return pd.concat([data.scalars(path, v)[0].assign(run=run) for run, path, v in versions], ignore_index=True)
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)  # only read; shared by the panels, clip fractions and CSV
 def _frames(versions: tuple, alpha: float, step_range: tuple, x_axis: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(raw, smoothed) scalars of the runs `versions`, stacked, in the range, on the x axis."""
     raw = _stacked(versions)
