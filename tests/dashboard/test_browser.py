@@ -127,8 +127,8 @@ FIGURE = f"""(title) => {{
 
 
 def figure(page, title: str) -> dict:
-    """The figure (or panel) titled so, once drawn: a page's charts can appear across more than one script run,
-    so the app being idle with its charts so far drawn does not yet mean this one is there."""
+    """The figure (or panel) titled so, waited for by name: in one CI run the Clipping page read as idle with
+    every chart on it drawn, and its clip fractions were not yet among them (the cause was not found)."""
     from playwright.sync_api import TimeoutError as Timeout
 
     try:
@@ -269,7 +269,6 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             assert page.evaluate(FIGURE, "Clip fractions per branch") is None and "clip=1" not in page.url
             page.get_by_text("Clip fractions per branch and side", exact=True).click()
             page.wait_for_function("() => location.search.includes('clip=1')", timeout=60_000)
-            page.wait_for_function(f"() => ({FIGURE})('Clip fractions per branch') !== null", timeout=60_000)
             assert "grpo · outside" in {t["name"] for t in figure(page, "Clip fractions per branch")["data"]}
             page.goto(page.url)  # a shared link opens with the section open
             page.wait_for_function(f"() => ({FIGURE})('Clip fractions per branch') !== null", timeout=60_000)
