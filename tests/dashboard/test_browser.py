@@ -271,7 +271,7 @@ def test_the_four_questions_take_at_most_two_clicks_from_the_runs_page(server):
             page.wait_for_function("() => location.search.includes('clip=1')", timeout=60_000)
             assert "grpo · outside" in {t["name"] for t in figure(page, "Clip fractions per branch")["data"]}
             page.goto(page.url)  # a shared link opens with the section open
-            page.wait_for_function(f"() => ({FIGURE})('Clip fractions per branch') !== null", timeout=60_000)
+            figure(page, "Clip fractions per branch")
 
             # 4. What did the model write at step N? Click 2: type the step.
             ask(page, url, "What did the model write at step N?", "Responses", charts=False)
