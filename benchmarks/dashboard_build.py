@@ -39,7 +39,7 @@ def measure(root: Path, repeats: int) -> dict[str, float | str]:
     import plotly.io as pio
 
     from dhpo_suite.dashboard import data, frames
-    from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse
+    from dhpo_suite.science.collapse import CollapseRule, detect_collapse
     from dhpo_suite.dashboard.figures import collapse as cfig
     from dhpo_suite.dashboard.figures import curves as fig
     from dhpo_suite.dashboard.figures import outliers as ofig

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dhpo_suite.dashboard import data, groups
+from dhpo_suite.dashboard import data
+from dhpo_suite.science import groups
 from dhpo_suite.dashboard.figures.curves import minmax_positions
 from dhpo_suite.runs import RunFormatError, RunReader
 from dhpo_suite.science import compare as cmp

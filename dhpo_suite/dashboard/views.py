@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dhpo_suite.dashboard import data, frames
-from dhpo_suite.dashboard.collapse import Collapse, CollapseRule, detect_collapse
+from dhpo_suite.science.collapse import Collapse, CollapseRule, detect_collapse
 from dhpo_suite.dashboard.controls import Context
 from dhpo_suite.dashboard.figures import collapse as fcollapse
 from dhpo_suite.dashboard.figures import curves

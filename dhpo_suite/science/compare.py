@@ -12,7 +12,7 @@ Per-run metrics (METRIC_DOCS holds the one-line definitions):
                    divided by the steps spanned: the curve's mean level, in reward units
     late_entropy   mean of `entropy/mean` over the last `late_frac` of the steps
     late_length    mean of `length/mean` over the last `late_frac` of the steps
-    collapse_step  the dashboard's detector (`dashboard.collapse.detect_collapse` on entropy and length);
+    collapse_step  the dashboard's detector (`science.collapse.detect_collapse` on entropy and length);
                    a run that did not collapse counts as its last step (right-censored)
     residual_sd    standard deviation of the held-out reward curve around the run's own quadratic trend
                    (least squares in the step; k − 3 degrees of freedom for k points): the wobble that is not
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dhpo_suite.dashboard.collapse import detect_collapse
-from dhpo_suite.dashboard.groups import setting_text
+from dhpo_suite.science.collapse import detect_collapse
+from dhpo_suite.science.groups import setting_text
 from dhpo_suite.runs import SHARED_HPARAMS, Manifest, RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
@@ -43,7 +43,7 @@ METRIC_DOCS = {
     "reward_auc": "mean level of the held-out reward curve (trapezoid area / steps)",
     "late_entropy": "mean token entropy (nats) over the last quarter of the steps",
     "late_length": "mean response length (tokens) over the last quarter of the steps",
-    "collapse_step": "entropy+length collapse step (dashboard detector; no collapse = last step)",
+    "collapse_step": "entropy+length collapse step (science.collapse detector; no collapse = last step)",
     "residual_sd": "sd of the held-out reward around the run's quadratic trend",
     "mean_kl": "mean over steps of the k3 KL estimate between the rollout and the updated policy",
     "grad_norm_sd": "sd over steps of the gradient norm before clipping (update variance)",

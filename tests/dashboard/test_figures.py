@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dhpo_suite.dashboard.collapse import detect_collapse, verdict
+from dhpo_suite.science.collapse import detect_collapse, verdict
 from dhpo_suite.dashboard.figures import collapse as fc
 from dhpo_suite.dashboard.figures import curves as fcur
 from dhpo_suite.dashboard.figures import evaluation as fe

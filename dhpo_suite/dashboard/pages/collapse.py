@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dhpo_suite.dashboard import controls, data, frames, viewer, views
-from dhpo_suite.dashboard.collapse import CollapseRule, verdict
+from dhpo_suite.science.collapse import CollapseRule, verdict
 from dhpo_suite.dashboard.figures import collapse as fig
 from dhpo_suite.dashboard.figures.curves import prepare
 

@@ -1,4 +1,4 @@
-"""Which runs the Sweep page averages together (dashboard/groups.py): runs are grouped by every setting that
+"""Which runs the Sweep page averages together (science/groups.py): runs are grouped by every setting that
 differs between them, read from manifests as the embedded trainer writes them (TrainConfig.to_dict() as the
 config, the objective's hparams plus lr and group size), never by the algorithm name alone."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from dhpo_suite.dashboard.groups import differing, group_labels, run_settings
+from dhpo_suite.science.groups import differing, group_labels, run_settings
 from dhpo_suite.train.embedded.config import TrainConfig
 
 

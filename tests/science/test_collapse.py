@@ -1,10 +1,10 @@
-"""The collapse rule (dhpo_suite.dashboard.collapse) on hand-made series."""
+"""The collapse rule (dhpo_suite.science.collapse) on hand-made series."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dhpo_suite.dashboard.collapse import CollapseRule, detect_collapse, series_collapse, verdict
+from dhpo_suite.science.collapse import CollapseRule, detect_collapse, series_collapse, verdict
 
 
 def step_series(n=100, at=60, before=1.0, after=0.1, start=0):
