@@ -7,6 +7,7 @@
 # wheels, converts the model once, and `dhpo-suite sweep` runs every arm side by side (MPS=1: under CUDA MPS).
 # Results: $OUT/compare.txt, $OUT/data.tgz (compare --export: per-seed table and each run's scalars), the sweeps'
 # logs. Local check (CPU, minutes): OUT=/tmp/o SEEDS=1 STEPS=2 PROMPTS=2 EVAL=4 BUDGET=900 benchmarks/smollm2_gpu.sh
+# Issue 46 item 6: GRID_KIND=issue46 EPOCHS=1 SEEDS=6 STEPS=32 EVERY=16 (docs/reproduction/smollm2-gpu-issue46.md).
 # Regenerate the report here: tar xzf data.tgz && python benchmarks/reproduction.py --from-data data ...
 set -u
 if [ "${1:-}" = "--pack" ]; then    # here: .gpua/ = the GGUF's first half; .gpub/ = its second half, dist-info, wheels
@@ -33,18 +34,24 @@ $PY -c "from dhpo_suite.models.smollm2 import smollm2_dir; import os; from pathl
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null
 # MPS lets the runs' small kernels share the GPU instead of time-slicing it (MPS=1: where a check showed it works)
 [ "${MPS:-0}" = 1 ] && nvidia-cuda-mps-control -d && echo "MPS on"
-TRAIN="--model smollm2-135m --task word-problems --steps ${STEPS:-16} --prompts-per-step ${PROMPTS:-8} -G 8 --ppo-epochs 2
+TRAIN="--model smollm2-135m --task word-problems --steps ${STEPS:-16} --prompts-per-step ${PROMPTS:-8} -G 8 --ppo-epochs ${EPOCHS:-2}
  --mini-batches 2 --lr 1e-5 --weight-decay 0.1 --warmup-steps ${WARMUP:-4} --eval-every ${EVERY:-8} --eval-prompts ${EVAL:-128}
  --checkpoint-every ${EVERY:-8}"
 D=${GRID:-/tmp/smollm2-grid}; S=$SEEDS; start=$(date +%s)
 sweep() { timeout "$BUDGET" $PY -m dhpo_suite.cli sweep "$@" --no-progress $TRAIN > "$OUT/$(basename "$1").log" 2>&1; }
-sweep $D --algos grpo,dhpo-e --clip branch,unified --seeds $S --workers $((3 * S)) \
-    --prereg docs/reproduction/prereg-issue26.json &
-sleep 2
-sweep $D/dhpo-a --algos dhpo-a --clip branch --seeds $S --workers $S &
-sweep $D/clip-higher --algos grpo --seeds $S --workers $S --hp eps_high=0.28 &
-wait
-echo "grid wall: $(( $(date +%s) - start )) s ($((5 * S)) runs side by side)"
+if [ "${GRID_KIND:-issue26}" = issue46 ]; then   # issue 46 item 6: GRPO vs DHPO-E, the paper's 1 epoch x 2 mini-batches
+    sweep $D --algos grpo,dhpo-e --clip branch --seeds $S --workers $((2 * S)) \
+        --prereg docs/reproduction/prereg-issue46-gpu.json
+    arms=2
+else                                              # issue 26 item 7: the five-arm grid
+    sweep $D --algos grpo,dhpo-e --clip branch,unified --seeds $S --workers $((3 * S)) \
+        --prereg docs/reproduction/prereg-issue26.json &
+    sleep 2
+    sweep $D/dhpo-a --algos dhpo-a --clip branch --seeds $S --workers $S &
+    sweep $D/clip-higher --algos grpo --seeds $S --workers $S --hp eps_high=0.28 &
+    wait; arms=5
+fi
+echo "grid wall: $(( $(date +%s) - start )) s ($((arms * S)) runs side by side)"
 $PY -m dhpo_suite.cli compare $D --export "$OUT/data" > "$OUT/compare.txt" 2>&1; tail -5 "$OUT/compare.txt"
 tail -n 3 "$OUT"/*.log; ls -d $D/*-s* $D/*/*-s* | while read r; do echo "$r $(tail -n 1 $r/progress.txt 2>/dev/null)"; done
 tail -q -n 2 $D/logs/*.log $D/*/logs/*.log | cut -c1-300
