@@ -12,6 +12,9 @@ its verdicts (thresholds from the pre-registration's `checks`, dhpo_suite.scienc
 - collapse: per series a contrast needs (`needs_collapse`), the baseline's relative change from its first 3 steps
   to its last quarter, per seed, with its t-interval; it "occurred" when the mean fell by `collapse_fall` and the
   interval lies below 0.
+- the trust-region leak (dhpo_suite.science.leak), per label: the share of gradient kept on the tokens whose own
+  clip binds (GRPO 0 by eq. 3; DHPO branch clipping (1−w)·s/m by eqs. 11, 17), with its t-interval over seeds,
+  and how often the sequence ratio left its region at all.
 - the mixing weight `w` (w/mean and its quantiles w/pNN) and the share of gradient the clip kept (every `kept`
   metric), per label, when the runs logged them; "not logged" otherwise.
 - update distance (update_distance.json, docs/sweep.md): per contrast, the distance between the two arms' one-step
@@ -30,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dhpo_suite.science.compare import Interval, interval
+from dhpo_suite.science.leak import label_leaks
 from dhpo_suite.science.prereg import Prereg
 
 __all__ = ["UPDATE_DISTANCE_FILE", "Checks", "manipulation_checks", "relative_changes", "update_ratio"]
@@ -80,6 +84,7 @@ def manipulation_checks(prereg: Prereg, scalars: pd.DataFrame, root: Path | None
                    if lab == "grpo" or lab.startswith("grpo-")})
     _binding(c, prereg, scalars, grpo)
     _collapse(c, prereg, scalars)
+    _leak(c, scalars)
     _telemetry(c, scalars)
     _update_distance(c, prereg, root)
     return c
@@ -125,6 +130,19 @@ def _collapse(c: Checks, prereg: Prereg, scalars: pd.DataFrame) -> None:
         if not occurred:
             c.unresolvable.setdefault(k.name, f"the collapse the claim needs did not occur ({k.baseline}'s "
                                               f"{k.needs_collapse} changed by {iv.mean:+.1%})")
+
+
+def _leak(c: Checks, scalars: pd.DataFrame) -> None:
+    for x in label_leaks(scalars):
+        if x.leak.n == 0:
+            c.lines.append(f"trust-region leak: {x.label}: no clip bound in its runs (or not logged)")
+            continue
+        seq = "" if math.isnan(x.sequence_above) else (f"; its sequence ratio lay above its region on "
+                                                       f"{x.sequence_above:.2%} of tokens, below on "
+                                                       f"{x.sequence_below:.2%}")
+        c.lines.append(f"trust-region leak: {x.label} kept {_fmt(x.leak, pct=True).replace('+', '')} of the "
+                       f"gradient on the tokens whose own clip (`{x.branch}`) binds ({x.binding:.2%} of tokens; "
+                       f"κ-mean over each run's binding tokens, science/leak.py){seq}")
 
 
 def _telemetry(c: Checks, scalars: pd.DataFrame) -> None:

@@ -44,6 +44,7 @@ def _scalars(step: int, steps: int, collapse_at: int | None, branches: tuple[str
         out |= {f"clip/{b}/outside_low": base, f"clip/{b}/outside_high": 2 * base,
                 f"clip/{b}/binding_low": base / 2, f"clip/{b}/binding_high": base}
         out[f"clip/{b}/binding"] = 1.5 * base
+    out["clip/token/binding_kept"] = 0.4 if "mixed" in branches else 0.0  # the trust-region leak: 40 % vs 0
     if "mixed" in branches:
         out |= {"w/mean": 0.5, "w/p10": 0.2, "w/p50": 0.5, "w/p90": 0.8}
     return out

@@ -128,6 +128,10 @@ def check_outliers(at, root):
     assert {"dhpo-e · outside", "dhpo-e · binding", "dhpo-e · m outside token ε (reference)",
             "dhpo-e · surrogate clipped"} <= names
     assert clip["layout"]["yaxis"]["tickformat"].endswith("%")
+    # the leak: binding_kept is 0.4 at every step of the fixture's dhpo-e; token binding 1.5 % × (1 + step/30)
+    said = texts(at)
+    assert "Trust-region leak of dhpo-e: 40.0% of the gradient kept on the tokens whose own clip (`token`)" in said
+    assert f"{np.mean([0.015 * (1 + s / 30) for s in range(30)]):.2%} of tokens" in said
     summary = at.dataframe[0].value  # the run's tokens that bind most (over the sampled steps)
     assert list(summary.columns) == ["token", "count", "share of binding outliers", "branches", "mean ratio",
                                      "mean advantage"]
@@ -144,6 +148,7 @@ def check_outliers(at, root):
     at.selectbox(key="outliers_run").set_value("grpo").run()  # grpo has no mixed branch
     no_errors(at)
     assert at.radio(key="outliers_branch").options == ["token", "sequence"]
+    assert "Trust-region leak of grpo: 0.0% of the gradient kept" in texts(at)
     assert figure(at, "log(ratio) of the token branch")
 
 

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dhpo_suite.dashboard import controls, frames, viewer, views
 from dhpo_suite.dashboard.figures.curves import CLIP_DEFINITIONS
+from dhpo_suite.science.leak import run_leak
 
 ctx = controls.context()
 st.title("Clipping and outliers")
@@ -32,6 +33,14 @@ sign = c3.radio("Tokens", ["all", "A>0", "A<0"], horizontal=True, key="outliers_
                 help="Split by the sign of the token's advantage: which clip can bind depends on it.")
 controls.set_url(run=run, branch=branch)
 st.plotly_chart(views.clip_view(ctx, run, branches), key="outliers_clip", theme=None)
+leak = run_leak(scal.sort_values("step"))  # the trust-region leak (science/leak.py, docs/objectives.md)
+st.caption(f"Trust-region leak of {run}: " + (
+    "no clip bound in this run" if leak.branch is None else
+    f"`clip/{leak.branch}/binding_kept` not logged" if leak.value != leak.value else
+    f"{leak.value:.1%} of the gradient kept on the tokens whose own clip (`{leak.branch}`) binds, "
+    f"{leak.binding:.2%} of tokens (GRPO 0: eq. 3 drops it; DHPO branch clipping keeps (1−w)·s/m by eqs. 11, 17)"),
+    help="Σ binding_kept × binding × tokens / Σ binding × tokens over the run's steps: docs/objectives.md, "
+         "'The trust-region leak'.")
 with st.expander("What outside and binding mean", expanded=False):
     st.markdown(CLIP_DEFINITIONS)
 
