@@ -11,7 +11,7 @@ import pandas as pd
 
 from dhpo_suite.science import checks as chk
 from dhpo_suite.science import compare as cmp
-from dhpo_suite.science import contrasts, kept, prereg
+from dhpo_suite.science import contrasts, grid, kept, prereg
 
 __all__ = ["Analysis", "analyse"]
 
@@ -25,6 +25,7 @@ class Analysis:
     prereg: prereg.Prereg | None
     checks: chk.Checks | None
     contrasts: pd.DataFrame | None
+    grid: grid.GridCheck | None = None
 
 
 def analyse(source: Path, late_frac: float = 0.25, completed_only: bool = False) -> Analysis:
@@ -41,7 +42,12 @@ def analyse(source: Path, late_frac: float = 0.25, completed_only: bool = False)
     registered = prereg.load(source, tuple(cmp.METRIC_DOCS))
     if registered is None:
         return Analysis(source, metrics, scalars, problems, None, None, None)
-    done = metrics[metrics["status"] == "completed"]  # a verdict reads finished runs only
+    columns = tuple(dict.fromkeys([registered.primary_metric, *(k.metric for k in registered.contrasts)]))
+    grid_check = grid.check(source, metrics, scalars, columns, registered.grid)
+    out = grid_check.excluded if grid_check else set()
+    done = metrics[(metrics["status"] == "completed") & ~metrics["run"].isin(out)]  # finished, registered runs
     checks = chk.manipulation_checks(registered, scalars[scalars["run"].isin(set(done["run"]))], source)
-    table = contrasts.evaluate(registered, done, checks.unresolvable)
-    return Analysis(source, metrics, scalars, problems, registered, checks, table)
+    if grid_check is not None:  # named first: before any check or verdict
+        checks.lines[:0] = grid_check.lines
+    table = contrasts.evaluate(registered, done, checks.unresolvable, grid_check.refused if grid_check else None)
+    return Analysis(source, metrics, scalars, problems, registered, checks, table, grid_check)

@@ -69,6 +69,7 @@ def register(app: typer.Typer) -> None:
                     registration = _read_prereg(a.prereg)
                     requested = dataclasses.replace(requested, prereg_sha256=digest(registration))
             grid = sw.load_or_create(a.out, requested, registration, canonical=lambda t: _canonical(ctx, t))
+            held = sw.lock(a.out)  # a second sweep on OUT is refused here, before any log is touched
         except sw.SweepError as e:
             _fail(str(e))
         n = a.workers or sw.default_workers()
@@ -76,7 +77,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"sweep {a.out}: {len(cells)} runs ({', '.join(grid.algos)}; clip {','.join(grid.clips) or '-'}; "
                    f"seeds {','.join(map(str, grid.seeds))}; {grid.steps} steps each), {n} at a time", err=True)
         with _Bar(not a.no_progress) as bar:
-            result = sw.run_sweep(a.out, grid, workers=n, on_update=bar.update)
+            result = sw.run_sweep(a.out, grid, workers=n, on_update=bar.update, held=held)
         failed = {k: v for k, v in result.items() if v.startswith("failed")}
         skipped = sum(v == "skipped" for v in result.values())
         typer.echo(f"done: {len(result) - len(failed) - skipped} ran, {skipped} already complete, {len(failed)} "

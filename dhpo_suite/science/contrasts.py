@@ -33,8 +33,10 @@ def paired_values(metrics: pd.DataFrame, k: Contrast) -> tuple[list[int], np.nda
     return [int(s) for s in shared], arm.loc[shared].to_numpy(), base.loc[shared].to_numpy()
 
 
-def evaluate(prereg: Prereg, metrics: pd.DataFrame, unresolvable: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per pre-registered contrast: its numbers, Holm-adjusted p over the family, and its verdict."""
+def evaluate(prereg: Prereg, metrics: pd.DataFrame, unresolvable: dict[str, str] | None = None,
+             refused: str | None = None) -> pd.DataFrame:
+    """One row per pre-registered contrast: its numbers, Holm-adjusted p over the family, and its verdict
+    (`refused`: why the grid gets no verdict at all, dhpo_suite.science.grid)."""
     rows = []
     for k in prereg.contrasts:
         seeds, a, b = paired_values(metrics, k)
@@ -49,15 +51,18 @@ def evaluate(prereg: Prereg, metrics: pd.DataFrame, unresolvable: dict[str, str]
     table = pd.DataFrame(rows)
     tested = np.where(table["direction"] == "equal", table["p_tost"], table["p"])
     table["p_holm"] = stats.holm(np.where(table["family"], tested, np.nan))
-    table["verdict"] = [verdict(r, prereg.alpha, (unresolvable or {}).get(r["name"])) for r in table.to_dict("records")]
+    table["verdict"] = [verdict(r, prereg.alpha, (unresolvable or {}).get(r["name"]), refused)
+                        for r in table.to_dict("records")]
     table["power"] = [power_line(r) for r in table.to_dict("records")]
     return table
 
 
-def verdict(r: dict, alpha: float, unresolvable: str | None = None) -> str:
+def verdict(r: dict, alpha: float, unresolvable: str | None = None, refused: str | None = None) -> str:
     """The verdict of one evaluated contrast (row of evaluate), by the rule of the module docstring."""
     if not r["family"]:
         return "exploratory (not in the pre-registered family): no verdict"
+    if refused:
+        return f"no verdict: {refused}"
     if unresolvable:
         return f"this setting cannot resolve the claim: {unresolvable}"
     if r["n"] < stats.MIN_SEEDS:

@@ -13,7 +13,10 @@ margin or the family cannot be changed after the outcomes are seen. Format (vers
                     "direction": "greater" | "less" | "equal", "margin": 0.01 (required for "equal"),
                     "needs_collapse": "entropy/mean" (optional: the baseline's series must fall)}],
      "family": ["entropy", ...],                 the contrasts that get verdicts; the others are exploratory
-     "checks": {"min_binding": 0.01, "resolve_share": 0.25, "collapse_fall": 0.2}}
+     "checks": {"min_binding": 0.01, "resolve_share": 0.25, "collapse_fall": 0.2},
+     "grid": "refuse" | "exclude"}               (optional, default "refuse") what a grid that is not the registered
+                                                 one gets: no verdict, or its runs at fault left out, said so
+                                                 (dhpo_suite.science.grid)
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from dhpo_suite.science.grid import GRID_POLICIES
 
 __all__ = ["CHECK_DEFAULTS", "PREREG_FILE", "Contrast", "Prereg", "PreregError", "digest", "load", "parse",
            "registered"]
@@ -60,6 +65,7 @@ class Prereg:
     family: tuple[str, ...]
     checks: dict
     sha256: str = ""
+    grid: str = "refuse"
 
 
 def digest(data: bytes) -> str:
@@ -95,7 +101,10 @@ def parse(data: bytes, where: str, metrics: tuple[str, ...]) -> Prereg:
     bad = [k for k in checks if k not in CHECK_DEFAULTS or not isinstance(checks[k], (int, float))]
     if bad:
         raise PreregError(f"{where}: checks.{bad[0]}: unknown or not a number (known: {', '.join(CHECK_DEFAULTS)})")
-    return Prereg(primary, float(alpha), contrasts, tuple(family), checks, digest(data))
+    grid = d.get("grid", "refuse")
+    if grid not in GRID_POLICIES:
+        raise PreregError(f"{where}: grid: {grid!r} is not one of {', '.join(GRID_POLICIES)}")
+    return Prereg(primary, float(alpha), contrasts, tuple(family), checks, digest(data), grid)
 
 
 def _contrast(c: dict, i: int, where: str, primary: str, metrics: tuple[str, ...]) -> Contrast:

@@ -46,6 +46,7 @@ def binding(v):
 def make_sweep(root, prereg: dict = PREREG):
     data = json.dumps(prereg).encode()
     load_or_create(root, Sweep(("grpo", "dhpo-e"), ("branch", "unified"), tuple(SEEDS), (), 40, pr.digest(data)), data)
+    load_or_create(root / "ch", Sweep(("grpo",), (), tuple(SEEDS), ("--hp", "eps_high=0.28"), 40))  # a sub-sweep
     for seed in SEEDS:
         g = GRPO_FINAL[seed]
         write_run(root / f"grpo-s{seed}", "grpo", seed, {0: 0.2, 40: g}, lambda s: 1.0 if s < 20 else 0.9,
