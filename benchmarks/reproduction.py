@@ -28,16 +28,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dhpo_suite.science import checks as chk
 from dhpo_suite.science import compare as cmp
 from dhpo_suite.science import kept
+from dhpo_suite.science import mechanism as mech
 from dhpo_suite.science.analysis import Analysis, analyse
 from dhpo_suite.science.tables import CONTRAST_HEADER, contrast_rows, markdown_rows, markdown_table
+from dhpo_suite.train.embedded.config import TrainConfig
 from dhpo_suite.train.sweep import load_or_create
 
 DEFAULT_DOC, DEFAULT_FIGURES = Path("docs/reproduction.md"), Path("docs/reproduction")
 SERIES = {"final_reward": cmp.HELDOUT, "reward_auc": cmp.HELDOUT, "residual_sd": cmp.HELDOUT,
           "late_entropy": "entropy/mean", "collapse_step": "entropy/mean", "late_length": "length/mean"}
 FIGURE = {cmp.HELDOUT: "diff-heldout.png", "entropy/mean": "diff-entropy.png", "length/mean": "diff-length.png"}
+PAPER_STEPS_PER_ROLLOUT = 2  # Appendix D: 512 prompts per rollout, mini-batch 256
 SERIES_TITLE = {cmp.HELDOUT: "held-out reward", "entropy/mean": "token entropy (nats)",
                 "length/mean": "response length (tokens)"}
 
@@ -160,6 +164,100 @@ def figures_of(a: Analysis, figures: Path) -> dict[str, str]:
     return out
 
 
+def option(train_args, name: str):
+    """A train option as the sweep gave it, else TrainConfig's default (e.g. `--ppo-epochs` -> 4)."""
+    given = dict(zip(train_args[::2], train_args[1::2]))
+    key = "--" + name.replace("_", "-")
+    return type(getattr(TrainConfig(), name))(given[key]) if key in given else getattr(TrainConfig(), name)
+
+
+def _iv(iv, f: str = "{:+.3f}") -> str:
+    return f.format(iv.mean) + ("" if np.isnan(iv.lo) else f" [{f.format(iv.lo)}, {f.format(iv.hi)}]")
+
+
+def regime_lines(a: Analysis, train_args) -> list[str]:
+    """The glance list's first bullets: optimizer steps per rollout against the paper's, and whether any arm
+    learned (held-out reward before training to after the last step, per label)."""
+    epochs, minis = option(train_args, "ppo_epochs"), option(train_args, "mini_batches")
+    k = epochs * minis
+    rows = mech.mechanism_rows(a.source, a.metrics, a.scalars)
+    learned = [r.label for r in rows if r.change.lo > 0]
+    fell = all(r.change.mean <= 0 for r in rows)
+    verdict = ("**no arm learned**: the accuracy verdicts below say which objective degrades least under this "
+               "much reuse of a rollout, not which learns more" if fell else
+               f"arms whose interval lies above 0: {', '.join(learned) or 'none'}")
+    return [f"- **regime**: {epochs} PPO epochs × {minis} mini-batches = **{k} optimizer steps per rollout** "
+            f"({k - 1} of them off-policy); the paper's Appendix D has {PAPER_STEPS_PER_ROLLOUT} (512 prompts, "
+            "mini-batch 256: 1 off-policy)",
+            "- **did any arm learn?** held-out reward after the last step minus before training, per label: "
+            + "; ".join(f"{r.label} {_iv(r.change)} ({r.up}/{r.change.n} seeds up)" for r in rows) + f": {verdict}"]
+
+
+def ungated_note(a: Analysis, k) -> str:
+    """For a family contrast on late entropy/length registered without `needs_collapse` while the collapse a
+    sibling contrast needs did not occur: what the contrast then measures (else "")."""
+    series = SERIES[k.metric]
+    missed = [(key.split(" ")[0], iv) for key, (iv, ok) in a.checks.collapse.items() if key.endswith(" " + series)
+              and not ok]
+    if k.needs_collapse or k.name not in a.prereg.family or k.metric not in ("late_entropy", "late_length") \
+            or not missed:
+        return ""
+    base, iv = missed[0]
+    own = cmp.interval(list(chk.relative_changes(a.scalars, k.arm, series).values()))
+    change = {r.label: r.change for r in mech.mechanism_rows(a.source, a.metrics, a.scalars)}.get(k.arm)
+    pct = "{:+.0%}"
+    return (f" — *read it as what it is*: registered without the collapse gate of its sibling contrast; no collapse "
+            f"occurred ({base}'s {series} changed by {_iv(iv, pct)}), while {k.arm}'s own {series} changed by "
+            f"{_iv(own, pct)}" + (f" and its held-out reward by {_iv(change)}" if change else "") +
+            f": it shows {k.arm} holding its {series.split('/')[0]} above {k.baseline}'s under this regime, not a "
+            "collapse avoided")
+
+
+def mechanism_section(a: Analysis) -> list[str]:
+    """The leak beside KL per step, update size and accuracy, per label, and the orders the data shows."""
+    rows = mech.mechanism_rows(a.source, a.metrics, a.scalars)
+    if not rows:
+        return []
+    pct = "{:.1%}"
+    table = [[r.label, f"{_iv(r.leak, pct)} (`{r.branch}`)", f"{r.binding:.2%}",
+              "—" if np.isnan(r.sequence_above) else f"{r.sequence_above:.2%}", _iv(r.kl, "{:.4f}"),
+              "—" if np.isnan(r.update[1]) else f"{r.update[1]:.2f}× ({r.update[0]:.2f}-{r.update[2]:.2f})",
+              _iv(r.final, "{:.3f}"), f"{_iv(r.change)} ({r.up}/{r.change.n} up)"] for r in rows]
+    header = ["label", "leak: gradient kept on binding tokens", "binding", "s above its region", "KL per step",
+              "one-step update / baseline's (range)", "final held-out", "change from start"]
+    order = " ≤ ".join(f"{r.label} ({r.leak.mean:.2f})" for r in rows)
+    along = [("KL per step", [r.kl.mean for r in rows]), ("the one-step update", [r.update[1] for r in rows]),
+             ("the final held-out reward", [r.final.mean for r in rows])]
+    alike = [[r for r in rows if r.leak.mean == v] for v in dict.fromkeys(r.leak.mean for r in rows)]
+    alike = [g for g in alike if len(g) > 1 and g[0].kl.mean > 0 and g[-1].kl.mean / g[0].kl.mean > 1.25]
+    return ["## Mechanism: a leaky trust region", "",
+            "Per label (95 % t-intervals across seeds): the **trust-region leak**, the share of gradient kept on the "
+            "tokens whose own clip binds (science/leak.py; its derivation from eqs. 11, 16-17 is in "
+            "docs/objectives.md), the share of tokens where that clip binds, the share whose sequence ratio s lay "
+            "above its region, the KL per step (`mean_kl`), the one-step update measured against the baseline's "
+            "from the same state and rollout (update_distance.json: mean over checkpoints, and range), and the "
+            "held-out reward.", "", markdown_rows(header, table), "",
+            f"Ordered by leak (ties by KL per step): {order}. Along this order "
+            + ", ".join(f"{name} {mech.monotone(v)}" for name, v in along) + "."
+            + "".join(f" {', '.join(r.label for r in g)} leak alike ({g[0].leak.mean:.2f}) yet their KL per step "
+                      f"spans {g[0].kl.mean:.4f}-{g[-1].kl.mean:.4f} ({g[-1].kl.mean / g[0].kl.mean:.1f}×): the leak "
+                      "is not the whole of the difference there." for g in alike), ""]
+
+
+def residual_note(a: Analysis, train_args) -> str:
+    """residual_sd beside the binomial sd of one held-out evaluation (a 0/1 reward per problem)."""
+    n = option(train_args, "eval_prompts")
+    p = float(a.scalars[cmp.HELDOUT].mean()) if cmp.HELDOUT in a.scalars else float("nan")
+    sd = a.metrics.groupby("label")["residual_sd"].mean().dropna()
+    if sd.empty or np.isnan(p):
+        return ""
+    b = np.sqrt(p * (1 - p) / n)
+    return (f"**residual_sd and the evaluation's noise**: one evaluation of {n} held-out problems at the mean "
+            f"held-out reward {p:.3f} has a binomial sd of √(p(1−p)/n) = {b:.3f}; the labels' mean residual sd is "
+            f"{sd.min():.3f}-{sd.max():.3f} ({sd.min() / b:.1f}-{sd.max() / b:.1f}× that sd). A residual sd near 1× "
+            "is one evaluation's sampling error: no arm can show itself steadier than that.")
+
+
 def verdict_section(a: Analysis, doc: Path, figures: Path) -> list[str]:
     rel = Path(os.path.relpath(figures, doc.parent))
     names = figures_of(a, figures)
@@ -167,7 +265,9 @@ def verdict_section(a: Analysis, doc: Path, figures: Path) -> list[str]:
              f"From the pre-registration (`prereg.json`, sha256 {a.prereg.sha256[:12]}…, registered in sweep.json "
              f"before the runs): primary metric {a.prereg.primary_metric}; a family of {len(a.prereg.family)} "
              f"contrasts, Holm-adjusted at α {a.prereg.alpha:g}. The manipulation checks come first.", ""]
-    lines += [f"- **{r.name}** ({r.claim or r.arm + ' vs ' + r.baseline}): **{r.verdict}**"
+    lines += regime_lines(a, load_or_create(a.source, None).train_args)
+    notes = {k.name: ungated_note(a, k) for k in a.prereg.contrasts}
+    lines += [f"- **{r.name}** ({r.claim or r.arm + ' vs ' + r.baseline}): **{r.verdict}**{notes[r.name]}"
               for r in a.contrasts.itertuples()]
     lines += ["", "## Manipulation checks", "", *[f"- {line}" for line in a.checks.lines], "",
               "## Contrasts", "", "Paired over the seeds both labels share: the mean difference (arm − baseline) "
@@ -181,7 +281,7 @@ def verdict_section(a: Analysis, doc: Path, figures: Path) -> list[str]:
     lines += [""]
     for series, name in names.items():
         lines += [f"![{name}]({(rel / name).as_posix()})", ""]
-    return lines
+    return lines + mechanism_section(a)
 
 
 def setting_section(a: Analysis, data: Path) -> list[str]:
@@ -230,6 +330,8 @@ def write_report(data: Path, doc: Path, figures: Path, notes: Path | None = None
     lines += ["## All outcomes", "", "Per label, mean [95 % t-interval] across seeds (no interval below 3 seeds):",
               "", markdown_table(cmp.summarize(a.metrics)), "",
               "Definitions: " + "; ".join(f"**{k}**: {v}" for k, v in cmp.METRIC_DOCS.items()) + ".", ""]
+    note = residual_note(a, grid.train_args)
+    lines += [note, ""] if note else []
     if notes is not None:
         lines += ["## Notes", "", notes.read_text().strip(), ""]
     text = "\n".join(lines)

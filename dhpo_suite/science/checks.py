@@ -10,8 +10,8 @@ its verdicts (thresholds from the pre-registration's `checks`, dhpo_suite.scienc
   `min_binding`, else no contrast can be resolved. (Only GRPO's: for DHPO a "binding" token keeps the
   (1−w)·s part of its gradient, so the same flag means less.)
 - collapse: per series a contrast needs (`needs_collapse`), the baseline's relative change from its first 3 steps
-  to its last quarter, per seed, with its t-interval; it "occurred" when the mean fell by `collapse_fall` and the
-  interval lies below 0.
+  to its last quarter (the same steps as late_entropy: compare.late_count), per seed, with its t-interval; it
+  "occurred" when the mean fell by `collapse_fall` and the interval lies below 0.
 - the trust-region leak (dhpo_suite.science.leak), per label: the share of gradient kept on the tokens whose own
   clip binds (GRPO 0 by eq. 3; DHPO branch clipping (1−w)·s/m by eqs. 11, 17), with its t-interval over seeds,
   and how often the sequence ratio left its region at all.
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dhpo_suite.science.compare import Interval, interval
+from dhpo_suite.science.compare import Interval, interval, late_count
 from dhpo_suite.science.leak import label_leaks
 from dhpo_suite.science.prereg import Prereg
 
@@ -60,13 +60,20 @@ def _fmt(iv: Interval, pct: bool = False) -> str:
 
 
 def relative_changes(scalars: pd.DataFrame, label: str, series: str) -> dict[int, float]:
-    """Per seed of `label`: the relative change of `series` from its first 3 steps to its last quarter."""
+    """Per seed of `label`: the relative change of `series` from its first 3 steps to its last quarter (the
+    late_entropy window, compare.late_count)."""
     out = {}
     for seed, g in scalars[scalars["label"] == label].groupby("seed"):
         v = g.sort_values("step")[series].dropna() if series in g else pd.Series(dtype=float)
         if len(v):
-            out[int(seed)] = float(v.tail(max(1, len(v) // 4)).mean() / v.head(3).mean() - 1)
+            out[int(seed)] = float(v.tail(late_count(len(v))).mean() / v.head(3).mean() - 1)
     return out
+
+
+def late_steps(scalars: pd.DataFrame, label: str) -> int:
+    """The number of last steps relative_changes averages for `label` (its longest run's)."""
+    g = scalars[scalars["label"] == label]
+    return late_count(int(g.groupby("seed")["step"].count().max())) if len(g) else 0
 
 
 def _per_seed_mean(scalars: pd.DataFrame, label: str, column: str) -> np.ndarray:
@@ -124,7 +131,8 @@ def _collapse(c: Checks, prereg: Prereg, scalars: pd.DataFrame) -> None:
             occurred = iv.mean <= -fall and iv.hi < 0
             c.collapse[key] = (iv, occurred)
             c.lines.append(f"collapse: {k.baseline}'s {k.needs_collapse} changed by {_fmt(iv, pct=True)} from its "
-                           f"first 3 steps to its last quarter; the claim needs a fall of at least {fall:.0%} with "
+                           f"first 3 steps to its last quarter ({late_steps(scalars, k.baseline)} steps, as "
+                           f"late_entropy); the claim needs a fall of at least {fall:.0%} with "
                            f"the interval below 0 — " + ("occurred" if occurred else "did NOT occur"))
         iv, occurred = c.collapse[key]
         if not occurred:

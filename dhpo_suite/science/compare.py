@@ -35,7 +35,7 @@ from dhpo_suite.science.groups import setting_text
 from dhpo_suite.runs import SHARED_HPARAMS, Manifest, RunFormatError, RunReader, list_runs
 from dhpo_suite.science.stats import MIN_SEEDS, t_interval
 
-__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "load_sweep", "metrics_of", "paired_differences",
+__all__ = ["METRIC_DOCS", "Interval", "curve_bands", "late_count", "load_sweep", "metrics_of", "paired_differences",
            "readable_runs", "run_label", "run_labels", "run_metrics", "stack", "summarize"]
 
 METRIC_DOCS = {
@@ -78,11 +78,17 @@ def heldout_curve(frame: pd.DataFrame) -> pd.Series:
     return curve.sort_index().astype(float)
 
 
+def late_count(n: int, late_frac: float = 0.25) -> int:
+    """How many of a run's n logged steps are "late" (the last quarter by default: 8 of 30): one rule for
+    late_entropy, late_length and the collapse check (dhpo_suite.science.checks)."""
+    return max(1, round(late_frac * n))
+
+
 def run_metrics(frame: pd.DataFrame, late_frac: float = 0.25) -> dict[str, float]:
     """The per-run metrics of the module docstring from one run's scalars frame (RunReader.scalars())."""
     curve = heldout_curve(frame)
     steps = frame["step"].to_numpy()
-    late = frame[frame["step"] > steps.max() - max(1, round(late_frac * len(steps)))] if len(steps) else frame
+    late = frame[frame["step"] > steps.max() - late_count(len(steps), late_frac)] if len(steps) else frame
     span = curve.index.max() - curve.index.min() if len(curve) > 1 else 0
     by_step = frame.set_index("step")
     collapse = detect_collapse(*(by_step[c] if c in frame else pd.Series(dtype=float)
