@@ -190,7 +190,12 @@ def regime_lines(a: Analysis, train_args) -> list[str]:
             f"({k - 1} of them off-policy); the paper's Appendix D has {PAPER_STEPS_PER_ROLLOUT} (512 prompts, "
             "mini-batch 256: 1 off-policy)",
             "- **did any arm learn?** held-out reward after the last step minus before training, per label: "
-            + "; ".join(f"{r.label} {_iv(r.change)} ({r.up}/{r.change.n} seeds up)" for r in rows) + f": {verdict}"]
+            + "; ".join(f"{r.label} {_iv(r.change)} ({r.up}/{r.change.n} seeds up)" for r in rows) + f": {verdict}",
+            "- **mechanism** (section \"Mechanism\"): gradient kept on the tokens whose own clip binds (the "
+            "trust-region leak) / KL per step / final held-out reward, per label: "
+            + "; ".join(f"{r.label} {r.leak.mean:.2f} / {r.kl.mean:.4f} / {r.final.mean:.3f}" for r in rows)
+            + f": in order of leak, KL per step {mech.monotone([r.kl.mean for r in rows])} and the final reward "
+            f"{mech.monotone([r.final.mean for r in rows])}"]
 
 
 def ungated_note(a: Analysis, k) -> str:
