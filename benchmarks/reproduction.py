@@ -186,9 +186,9 @@ def regime_lines(a: Analysis, train_args) -> list[str]:
     verdict = ("**no arm learned**: the accuracy verdicts below say which objective degrades least under this "
                "much reuse of a rollout, not which learns more" if fell else
                f"arms whose interval lies above 0: {', '.join(learned) or 'none'}")
-    return [f"- **regime**: {epochs} PPO epochs × {minis} mini-batches = **{k} optimizer steps per rollout** "
-            f"({k - 1} of them off-policy); the paper's Appendix D has {PAPER_STEPS_PER_ROLLOUT} (512 prompts, "
-            "mini-batch 256: 1 off-policy)",
+    return [f"- **regime**: {epochs} PPO epoch{'s' * (epochs != 1)} × {minis} mini-batches = **{k} optimizer steps "
+            f"per rollout** ({k - 1} of them off-policy); the paper's Appendix D has {PAPER_STEPS_PER_ROLLOUT} "
+            "(512 prompts, mini-batch 256: 1 off-policy)",
             "- **did any arm learn?** held-out reward after the last step minus before training, per label: "
             + "; ".join(f"{r.label} {_iv(r.change)} ({r.up}/{r.change.n} seeds up)" for r in rows) + f": {verdict}",
             "- **mechanism** (section \"Mechanism\"): gradient kept on the tokens whose own clip binds (the "

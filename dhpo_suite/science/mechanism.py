@@ -77,10 +77,13 @@ def mechanism_rows(source: Path, metrics: pd.DataFrame, scalars: pd.DataFrame) -
 
 
 def monotone(values: list[float]) -> str:
-    """"rises", "falls" or "does not move monotonically" along a list (NaNs: "is not measured ...")."""
+    """"rises", "falls", "does not move monotonically" or "stays within 5 %" along a list (NaNs: "is not
+    measured ...")."""
     v = np.asarray(values, dtype=float)
     if np.isnan(v).any() or len(v) < 2:
         return "is not measured for every arm"
+    if np.ptp(v) <= 0.05 * np.abs(v).mean():  # a few % apart is no order to read
+        return "stays within 5 %"
     if np.all(np.diff(v) > 0):
         return "rises"
     if np.all(np.diff(v) < 0):

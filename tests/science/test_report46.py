@@ -50,6 +50,7 @@ def test_mechanism_rows_from_the_committed_data():
 def test_monotone():
     assert monotone([0.0, 0.1, 0.3]) == "rises" and monotone([3, 2, 1]) == "falls"
     assert monotone([1, 3, 2]) == "does not move monotonically" and "not measured" in monotone([1, float("nan")])
+    assert monotone([0.00080, 0.00082]) == "stays within 5 %"  # two KLs that print alike are no order
 
 
 def test_last_quarter_is_one_window_for_late_entropy_and_the_collapse_check():
