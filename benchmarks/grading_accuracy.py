@@ -17,7 +17,12 @@ expressions, tuples, intervals, sets, equations, units, text; `category`), plain
 0, 1 and 2 are skipped there, where some of these equal g), each in six response shapes (boxed, answer
 line, `$...$` and plain text without a marker). Every acceptance is a false positive.
 
+`--dev` grades instead the development set of real model outputs (benchmarks/data/grading_dev, issue 40):
+misses and false accepts per answer category and per response shape, this grader vs plain math-verify, on
+the tune half and the held-out half (`--half tune`: one of them; `--show-dev`: list the grader's errors).
+
     .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3]
+    .venv/bin/python benchmarks/grading_accuracy.py --dev [--half tune --show-dev]
 """
 
 from __future__ import annotations
@@ -105,14 +110,17 @@ def fuzz(stride: int) -> None:
         print(f"  FP gold {golds[0]!r}: {response[:100]!r} ({v.reason[:80]})")
 
 
-CATEGORIES = ("integers", "fractions", "decimals", "scientific", "expressions", "tuples", "intervals", "sets",
-              "equations", "units", "text")
+CATEGORIES = ("integers", "fractions", "decimals", "scientific", "expressions", "matrices", "tuples", "intervals",
+              "sets", "equations", "units", "text")
+DEV = ROOT / "benchmarks" / "data" / "grading_dev"
 
 
 def category(gold: str) -> str:
     """The answer category of a gold (issue 27's list), read from its written form."""
     import re
 
+    if re.search(r"\\begin\{[pbv]?matrix\}|^\[[^\[\]]*;[^\[\]]*\]$", gold.strip()):
+        return "matrices"
     g = re.sub(r"\\[,!;]|\s+", " ", gold).strip().strip("$").strip()
     g = re.sub(r"(?<=\d), ?(?=\d{3}(?!\d))", "", g) if re.fullmatch(r"[-\\$]*\d{1,3}(?:, ?\d{3})+", g) else g
     if re.fullmatch(r"\\text\{\s*\(?[A-Za-z][A-Za-z ]*\)?\s*\}|[A-Za-z]{4,}|\(?[A-E]\)?", g):
@@ -158,13 +166,62 @@ def errors(correct: list[bool], expected: list[bool]) -> tuple[int, int]:
     return fn, fp
 
 
+def shape(response: str) -> str:
+    """The response's shape: boxed, or unboxed, and long (> 3,000 characters)."""
+    import re
+
+    boxed = "boxed" if re.search(r"\\(?:boxed|fbox)\b", response) else "unboxed"
+    return f"{boxed}, {'long' if len(response) > 3000 else 'short'}"
+
+
+def dev(halves_wanted: list[str], show: bool) -> None:
+    """Misses and false accepts on the real-output development set, per half (module docstring)."""
+    from dhpo_suite.grading import GraderPool
+
+    halves = {name: [json.loads(line) for line in (DEV / f"{name}.jsonl").open(encoding="utf-8")]
+              for name in halves_wanted}
+    for name, rows in halves.items():
+        mv = plain_math_verify([[r["answer"], r["response"]] for r in rows])
+        with GraderPool(workers=2, timeout=10.0) as pool:
+            now = pool.grade_many([{"response": r["response"], "gold": r["answer"], "problem": r["problem"]}
+                                   for r in rows])
+        expected = [r["label"] for r in rows]
+        ours = [v.correct for v in now]
+        print(f"\n### {name} half: {len(rows)} real outputs, {expected.count(False)} wrong "
+              f"(misses / false accepts)\n")
+        print("| answer category | rows | math-verify 0.9.0 | this grader |\n|---|---|---|---|")
+        groups = [("category", lambda r: category(r["answer"]), CATEGORIES),
+                  ("shape", lambda r: shape(r["response"]), None)]
+        for _, key, order in groups:
+            keys = [key(r) for r in rows]
+            for group in order or sorted(set(keys)):
+                idx = [i for i, k in enumerate(keys) if k == group]
+                if idx:
+                    cells = [errors([got[i] for i in idx], [expected[i] for i in idx]) for got in (mv, ours)]
+                    print(f"| {group} | {len(idx)} | " + " | ".join(f"{fn} / {fp}" for fn, fp in cells) + " |")
+        cells = [errors(got, expected) for got in (mv, ours)]
+        print(f"| **all** | {len(rows)} | " + " | ".join(f"**{fn} / {fp}**" for fn, fp in cells) + " |")
+        rules = [v.answer_rule or "none" for v in now]
+        print(f"\nanswer rules used: { {rule: rules.count(rule) for rule in sorted(set(rules))} }")
+        if show:
+            for r, v, m in zip(rows, now, mv):
+                if v.correct != r["label"]:
+                    print(f"WRONG expected {r['label']} (mv {m}) [{r['source_repo']} {r['source_id']}] gold "
+                          f"{r['answer']!r} got {v.extracted!r} via {v.answer_rule}: {r['response'][-200:]!r}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default=BEFORE_REF, help="git ref of the 'before' grader")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--show", action="store_true", help="list every case the grader gets wrong")
     parser.add_argument("--fuzz", type=int, default=0, metavar="K", help="false-positive hunt on every K-th gold")
+    parser.add_argument("--dev", action="store_true", help="the real-output development set (issue 40)")
+    parser.add_argument("--half", choices=("tune", "heldout"), help="with --dev: only this half")
+    parser.add_argument("--show-dev", action="store_true", help="with --dev: list the grader's errors")
     args = parser.parse_args()
+    if args.dev:
+        return dev([args.half] if args.half else ["tune", "heldout"], args.show_dev)
     if args.child:
         print(json.dumps(project(json.load(sys.stdin))))
         return

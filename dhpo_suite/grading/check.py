@@ -17,7 +17,7 @@ from fractions import Fraction
 from functools import cache, lru_cache
 
 from dhpo_suite.grading.arith import exact_value
-from dhpo_suite.grading.extract import extract_final, final_box_group
+from dhpo_suite.grading.extract import RULE_SOURCE, extract_rule, final_box_group
 from dhpo_suite.grading.forms import choice_label, parse_time, stated_values, strip_choice_label
 from dhpo_suite.grading.normalize import (
     has_percent,
@@ -33,45 +33,47 @@ from dhpo_suite.grading.tolerance import Num, numbers_match, parse_number
 __all__ = ["MAX_ANSWER_CHARS", "grade_one", "warm_up"]
 
 MAX_ANSWER_CHARS = 2000  # the longest real gold is ~300 characters; longer "answers" are rambling
-Result = tuple[bool, "str | None", str, str, "str | None"]
+Result = tuple[bool, "str | None", str, str, "str | None", "str | None"]
 
 
 def grade_one(response: str, golds: list[str], bench: str | None = None, truncated: bool = False,
               problem: str | None = None, chars: int | None = None, *, notify=None) -> Result:
-    """(correct, extracted, status, reason, answer_source) for one response; `golds` are all
-    accepted forms; answer_source is "boxed", "marker", "fallback" or None (see extract.py).
-    `truncated`/`problem` as in `extract_final`; `chars`: the response's length before the caller cut
+    """(correct, extracted, status, reason, answer_source, answer_rule) for one response; `golds` are all
+    accepted forms; answer_source is "boxed", "marker", "fallback" or None, answer_rule the finer rule
+    (see extract.py).
+    `truncated`/`problem` as in `extract_rule`; `chars`: the response's length before the caller cut
     it to its tail (`items.MAX_RESPONSE_CHARS`), said in the reason. `notify(extracted, source)` is
     called as soon as the answer is extracted (the pool keeps it for a timeout verdict)."""
-    correct, extracted, status, reason, source = _grade(response, golds, truncated, problem, notify)
+    correct, extracted, status, reason, source, rule = _grade(response, golds, truncated, problem, notify)
     if truncated:
         reason += " (response stopped at the token budget: only a box or answer line counts)"
     if chars is not None and chars > len(response):
         reason += f" (response of {chars:,} characters: only its last {len(response):,} were graded)"
-    return correct, extracted, status, reason, source
+    return correct, extracted, status, reason, source, rule
 
 
 def _grade(response: str, golds: list[str], truncated: bool, problem: str | None, notify) -> Result:
-    extracted, source = extract_final(response, truncated, problem)
+    extracted, rule = extract_rule(response, truncated, problem)
+    source = RULE_SOURCE[rule] if rule else None
     if notify is not None:
-        notify(extracted, source)
+        notify(extracted, source, rule)
     if extracted is None:
-        return False, None, "no_answer", "no \\boxed{} answer, answer line or committed final statement", None
+        return False, None, "no_answer", "no \\boxed{} answer, answer line or committed final statement", None, None
     long_integer = _long_integers(extracted, golds)
     if long_integer is not None:
-        return long_integer + (source,)
+        return long_integer + (source, rule)
     if len(extracted) > MAX_ANSWER_CHARS:
         return False, extracted[:MAX_ANSWER_CHARS], "ok", (
             f"extracted answer has {len(extracted)} characters (> {MAX_ANSWER_CHARS}); not parsed"
-        ), source
+        ), source, rule
     reasons = []
     for answer in _candidates(response, extracted, golds, source):
         for gold in golds:
             correct, reason = match(answer, gold)
             if correct:
-                return True, answer, "ok", reason + (f" [gold {gold!r}]" if len(golds) > 1 else ""), source
+                return True, answer, "ok", f"{reason}{f' [gold {gold!r}]' if len(golds) > 1 else ''}", source, rule
             reasons.append(reason)
-    return False, extracted, "ok", reasons[0], source
+    return False, extracted, "ok", reasons[0], source, rule
 
 
 def _long_integers(extracted: str, golds: list[str]) -> tuple[bool, str, str, str] | None:

@@ -1,89 +1,177 @@
 """Final-answer extraction: pure string scanning in linear time; nothing is parsed or evaluated.
 
-`extract_final(text)` gives (answer, answer_source), first rule that applies:
-1. "boxed": the last *complete* `\\boxed{...}` / `\\fbox{...}` (nested braces matched, `\\{`/`\\}`
-   skipped; `\\boxed 5` takes the next token), unless an answer line written *after* it states a
-   value (`\\boxed{200}` ... "Final Answer: The final answer is $10455$"): the box was intermediate;
-2. "marker": the last "final answer is/:", "the answer is", "Answer:" or "####" line: its first math
-   segment, or, when the line is prose ("The largest $n$ is 34."), what follows its last "is";
-   "I hope it is correct." is cut off;
-3. "fallback" (no box, no marker): the last math segment (`$...$`, `\\(...\\)`, `\\[...\\]`) taken
-   whole, or the last *standalone* number, whichever ends later. A digit inside a word (`AZYUK2A`),
-   a denominator (`1/2`), an exponent, a subscript or an interval end is never taken alone, so the
-   fallback cannot turn part of a wrong answer into a right one.
-An empty box gives (None, None) (the model answered nothing). Before the rules, a made-up next problem
-("Problem: ..." after the first stated answer, as base models write after worked examples) is cut off.
-An answer line that lists math segments (`$2$ and $3$`) gives them as one list (`2, 3`).
+An answer is the response's last committed statement of a value, whatever its dress. `extract_rule(text)`
+gives (answer, rule); the rules, in the order they apply (README.md of this package lists them with
+examples):
+
+0. tidy (`tidy.py`): invisible characters and special tokens go; the response is cut at an invented chat
+   turn (`User:`, `<|im_start|>user`) or a made-up next problem (`Problem:`, `Subproblem 1:`) only where
+   the text before the cut already states an answer of its own (a box, an answer line or a committed
+   sentence that is not a line of the problem), so an echoed prompt is never the whole response; closing
+   pleasantries ("I hope this helps!") are dropped;
+1. "box" / "boxes": the last *complete* `\\boxed{...}` / `\\fbox{...}` (nested braces matched, `\\{`/`\\}`
+   skipped; `\\boxed 5` takes the next token); boxes written as one list (`\\boxed{1}, \\boxed{2} and
+   \\boxed{3}`) are taken whole as `1, 2, 3`, never the last alone. An answer line written *after* the last
+   box that states a value wins over it (the box was intermediate);
+2. "answer line", "A: line", "#### line", "json answer": the last "final answer is/:", "the (correct)
+   answer (in words) is", "Answer:", a "Final Answer" heading, GSM8K's `A: 18` and `#### 18`, or a JSON
+   `"answer": ...` field: its first math segment, or, when the line is prose ("The largest $n$ is 34."),
+   what follows its last "is"; a value on the lines after an empty answer line; a value in number words
+   ("two hundred fifty dollars") as its digits;
+3. "answer tag": `<answer> ... </answer>`, read as the fallback inside the tag;
+4. "bold": the last bold span (`**83**`, `**(-1, 6)**`, `**(C) Plane**`) of the last paragraph that
+   states a value, taken whole (a bold label such as `**Step 2:**` is no value);
+5. "fallback": the last committed sentence's last math segment (whole), plain tuple or interval (whole), or
+   standalone number (see `fallback.py`). A digit inside a word (`AZYUK2A`), a denominator, an exponent,
+   a subscript or an element of a tuple is never taken alone.
+
+Rules 4 and 5 never answer for a truncated response (one stopped at the token budget or ending
+mid-sentence). An empty box gives no answer.
 """
 
 from __future__ import annotations
 
 import re
 
+from dhpo_suite.grading.answer_line import INLINE_MATH_RE, after_phrase, math_content
 from dhpo_suite.grading.fallback import answer_tag, committed_sentence, escape_currency, looks_cut
+from dhpo_suite.grading.tidy import (
+    TURN_TOKEN_RE,
+    drop_pleasantries,
+    strip_invisible,
+    strip_special_tokens,
+)
 
-__all__ = ["extract_answer", "extract_final", "final_box_group"]
+__all__ = ["RULE_SOURCE", "extract_answer", "extract_final", "extract_rule", "final_box_group"]
+
+RULE_SOURCE = {"box": "boxed", "boxes": "boxed", "answer line": "marker", "A: line": "marker",
+               "#### line": "marker", "json answer": "marker", "answer tag": "marker", "bold": "marker",
+               "fallback": "fallback"}
+"""Each rule's `answer_source` (the coarse kind a reward policy reads: boxed, marker or fallback)."""
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\b")
-_PHRASE_RE = re.compile(
-    r"(?:final\s+answer\s*(?:is|:)|the\s+answer\s+is|^\s*[*_#]*\s*answer\s*[*_]*\s*:[*_]*"
-    r"|^\s*answer\s*(?=\$|\\\[|\\\()|####)\s*:?",
-    re.IGNORECASE | re.MULTILINE,
-)
 _NEXT_PROBLEM_RE = re.compile(  # `Problem:`, `**Problem 2:**`, `Subproblem 1:`, `## Question 3:`, `Exercise:`
     r"\n\s*(?:#+\s*|\*\*)?(?:(?:Sub-?problem|Problem|Question|Exercise)(?:\s*\d+)?\s*\**\s*[:.]|Q\s*\d*\s*:)",
     re.IGNORECASE)
-_CHAT_TURN_RE = re.compile(r"\n\s*(?:User|Human|Assistant|USER|HUMAN|ASSISTANT)\s*:")
+_CHAT_TURN_RE = re.compile(r"\n\s*(?:User|Human|Assistant|USER|HUMAN|ASSISTANT)\s*:|" + TURN_TOKEN_RE.pattern)
+_ECHO_HEADER_RE = re.compile(r"\s*(?:[#*]+\s*)?(?:Preamble|Problem|Question)\s*\d*\s*\**\s*:", re.IGNORECASE)
+_BOLD_RE = re.compile(r"\*\*([^*\n]{1,120}?)\*\*")
+_VALUE_RE = re.compile(r"\d|\$|\\\(|\\infty|\\pi|\\sqrt|[\u221e\u03c0\u221a]|^\(?[A-E]\)")
+_LIST_GAP_RE = re.compile(r"[\s$,\\()]*(?:,|\band\b)[\s$,\\()]*(?:and\b[\s$,\\()]*)?")
+_TUPLE_RE = re.compile(  # a plain-text tuple or interval: `(-1, 6)`, `(5, ∞)`, `[3/5, 8/3]`
+    r"[(\[]\s*-?[\w.\\/\u221e\u03c0\u221a]+(?:\s*,\s*[-+]?[\w.\\/\u221e\u03c0\u221a]+)+\s*[)\]]")
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
 _OPERATOR_AFTER_RE = re.compile(r"[-+*/^!\u00d7\u00f7]|\\times|\\cdot|\\div|\\frac|[xX]\s*(?:\\\$)?\d")
-_LIST_GLUE_RE = re.compile(r"\s*(?:,|and|or|,\s*and|,\s*or)?\s*", re.IGNORECASE)
-_NAME_RE = re.compile(r"(?:[A-Za-z]{1,3}|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?")  # n, AB, x_1, f(x)
-_BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
-_HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
-_CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
 _STANDALONE_RE = re.compile(  # a number not glued to a word, a fraction bar, an exponent, a subscript or a list
     r"(?<![\w.,^_{}\\/$-])(?:\\\$)?-?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?(?![\w^_/]|[.,]\d|,\s*[-+]?\d)"
 )
-_INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign; `$$...$$` pairs before `$...$`
-    r"(?<!\\)\$\$((?:\\.|[^$\\])+)\$\$|(?<!\\)\$((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
-)
-_PHRASE_TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
 _MAX_BOX_CANDIDATES = 50  # bounds work on adversarial text made of thousands of unclosed boxes
+_MAX_CUTS = 20  # turn or problem headers tried as cut points
 
 
 def extract_answer(text: str | None, truncated: bool = False) -> str | None:
     """The final answer in `text`, or None. See the module docstring for the order of rules."""
-    return extract_final(text, truncated)[0]
+    return extract_rule(text, truncated)[0]
 
 
 def extract_final(text: str | None, truncated: bool = False,
                   problem: str | None = None) -> tuple[str | None, str | None]:
-    """(answer, answer_source: "boxed", "marker" or "fallback"); (None, None) when nothing is stated.
+    """(answer, answer_source: "boxed", "marker" or "fallback"); (None, None) when nothing is stated."""
+    answer, rule = extract_rule(text, truncated, problem)
+    return answer, RULE_SOURCE[rule] if rule else None
+
+
+def extract_rule(text: str | None, truncated: bool = False,
+                 problem: str | None = None) -> tuple[str | None, str | None]:
+    """(answer, rule) with rule one of `RULE_SOURCE`; (None, None) when nothing is stated.
 
     `truncated`: the response was stopped at the token budget; only a box or an answer line written
-    before the cut counts (never the fallback). `problem`: the problem text, when known; a response
-    that ends by restating it gets no fallback answer."""
+    before the cut counts. `problem`: the problem text, when known; a restatement of it is no answer."""
     if not text:
         return None, None
-    text = escape_currency(_before_next_problem(text))
+    text = strip_invisible(text)
+    text = drop_pleasantries(escape_currency(strip_special_tokens(_cut_invented(text, problem))))
     boxes = _final_boxes(text)
-    phrase = _after_phrase(text)
-    if boxes and not (phrase is not None and phrase[1] > boxes[-1][1] and phrase[2]):
-        return boxes[-1][2].strip(), "boxed"
-    if phrase is not None:  # also when it states a value after the last box: that box was intermediate
-        return phrase[0], "marker"
+    phrase = after_phrase(text, lambda rest: _committed_answer(rest, None))
+    if boxes and not (phrase is not None and phrase.start > boxes[-1][1] and phrase.states):
+        return _box_answer(text, boxes)
+    if phrase is not None and phrase.answer:  # also when it states a value after the last box
+        return phrase.answer, phrase.rule
     tag = answer_tag(text)
     if tag is not None:  # `<answer> ... </answer>`: an answer region, whose last statement is read
-        return _committed_answer(tag, None, "marker")
+        answer = _committed_answer(tag, None) or _fallback(tag, len(tag))  # the tag itself commits
+        return (answer, "answer tag") if answer else (None, None)
     if truncated or looks_cut(text):
         return None, None
-    return _committed_answer(text, problem, "fallback")
+    bold = _bold_answer(text)
+    if bold:
+        return bold, "bold"
+    answer = _committed_answer(text, problem)
+    return (answer, "fallback") if answer else (None, None)
 
 
-def _committed_answer(text: str, problem: str | None, source: str) -> tuple[str | None, str | None]:
+def _committed_answer(text: str, problem: str | None) -> str | None:
     committed = committed_sentence(text, problem)
-    answer = _fallback(*committed) if committed else None
-    return (answer, source) if answer else (None, None)
+    return _fallback(*committed) if committed else None
+
+
+def _cut_invented(text: str, problem: str | None) -> str:
+    """The response up to an invented chat turn or a made-up next problem, but only where the text before
+    the cut states an answer of its own: a base model answers and goes on with "Problem: ..." or "User:";
+    a response that first echoes its prompt and then answers after "Assistant:" keeps its answer."""
+    for pattern in (_CHAT_TURN_RE, _NEXT_PROBLEM_RE):
+        for number, cut in enumerate(pattern.finditer(text)):
+            if number >= _MAX_CUTS:
+                break
+            if cut.start() > 0 and _states_answer(text[: cut.start()], problem):
+                text = text[: cut.start()]
+                break
+    return text
+
+
+def _states_answer(prefix: str, problem: str | None) -> bool:
+    """Does `prefix` state an answer of its own: a box, an answer line, or a committed sentence, outside
+    the lines it copies from the problem? A prefix that opens with a problem header ("Preamble:",
+    "Problem:") is a restatement, and only a box or an answer line counts in it."""
+    prefix = strip_special_tokens(prefix)
+    if problem:
+        squashed = re.sub(r"\s+", " ", problem)
+        prefix = "\n".join(line for line in prefix.splitlines()
+                           if len(line.strip()) < 25 or re.sub(r"\s+", " ", line.strip()) not in squashed)
+    if not prefix.strip():
+        return False
+    if _final_boxes(prefix) or after_phrase(prefix, lambda rest: None) is not None:
+        return True
+    return not _ECHO_HEADER_RE.match(prefix) and committed_sentence(prefix, problem) is not None
+
+
+def _box_answer(text: str, boxes: list[tuple[int, int, str]]) -> tuple[str, str]:
+    """The last box, or the boxes written as one list just before it (`\\boxed{1}, \\boxed{2} and
+    \\boxed{3}` → `1, 2, 3`): a list is taken whole, never its last element alone."""
+    group = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        gap = _BOX_RE.sub("", text[box[1] + 1: group[0][0]])
+        if not _LIST_GAP_RE.fullmatch(gap):
+            break
+        group.insert(0, box)
+    if len(group) > 1:
+        return ", ".join(content.strip() for _, _, content in group), "boxes"
+    return boxes[-1][2].strip(), "box"
+
+
+def _bold_answer(text: str) -> str | None:
+    """The last bold span of the last paragraph that states a value (`The value of *x* is **83**.`,
+    `**(-1, 6)**`), taken whole; a bold label (`**Step 2:**`, `**Solution:**`) is no value."""
+    paragraph = text.rstrip()[text.rstrip().rfind("\n\n") + 1:]
+    if paragraph.rstrip().endswith("?"):
+        return None
+    for m in reversed(list(_BOLD_RE.finditer(paragraph))):
+        value = m.group(1).strip().rstrip(".,;").strip()
+        if value.endswith(":") or paragraph[m.end(): m.end() + 1] == ":" or not _VALUE_RE.search(value):
+            continue
+        math = INLINE_MATH_RE.fullmatch(value)
+        return math_content(math) if math else value
+    return None
 
 
 def final_box_group(text: str, span: int = 400) -> list[str]:
@@ -145,77 +233,13 @@ def _matching_braces(text: str, begin: int) -> dict[int, int]:
     return pairs
 
 
-def _before_next_problem(text: str) -> str:
-    """The response up to a made-up next problem: a base model prompted with worked examples often
-    answers ("Final Answer: ... I hope it is correct.") and goes on with "Problem: ..." and a solution
-    of its own. Only a header after the first stated answer counts."""
-    turn = _CHAT_TURN_RE.search(text)
-    if turn and text[: turn.start()].strip():
-        text = text[: turn.start()]  # an invented chat turn: nothing after it answers this problem
-    first = _NEXT_PROBLEM_RE.search(text)
-    if not first:
-        return text
-    if text[: first.start()].strip() and committed_sentence(text[: first.start()]):
-        return text[: first.start()]  # "She has 5 apples left.\n\nQuestion: ... Answer: 7": 5 was stated
-    marks = [m.start() for m in (_BOX_RE.search(text), _PHRASE_RE.search(text)) if m]
-    if not marks:
-        return text
-    header = _NEXT_PROBLEM_RE.search(text, min(marks))
-    return text[: header.start()] if header else text
-
-
-def _after_phrase(text: str) -> tuple[str, int, bool] | None:
-    """(answer, position, states_a_value) after the last answer phrase, or None."""
-    last = max(_PHRASE_RE.finditer(text), key=re.Match.start, default=None)
-    if last is None:
-        return None
-    window = _HOPE_RE.sub("", text[last.end() : last.end() + _PHRASE_TAIL_CHARS]).strip()
-    line = window.split("\n", 1)[0].strip()
-    block = _BLOCK_RE.match(window)  # `\[ ... \]` / `$$ ... $$` may span lines
-    if block:
-        line = block.group(0).replace("\n", " ")
-    line = _after_connective(line)
-    math = _INLINE_MATH_RE.search(line)
-    answer = _math_content(math) if math else line
-    segments = list(_INLINE_MATH_RE.finditer(line))
-    if len(segments) > 1 and all(_LIST_GLUE_RE.fullmatch(line[a.end() : b.start()])
-                                 for a, b in zip(segments, segments[1:])):
-        answer = ", ".join(_math_content(m) for m in segments)  # `$2$ and $3$`: both are the answer
-    answer = re.sub(r"[.;:,\s]+$", "", answer.strip().strip("*").strip())  # `5!` keeps its factorial
-    if not answer:
-        return None
-    return answer, last.start(), bool(math) or bool(re.search(r"\d", answer))
-
-
-def _math_content(match: re.Match) -> str:
-    return next(g for g in match.groups() if g is not None).strip()
-
-
-def _after_connective(line: str) -> str:
-    """`The largest $n$ is 34.` → `34.`: an answer line in prose states its value after "is"."""
-    outside = _INLINE_MATH_RE.sub(lambda m: "\0" * len(m.group(0)), line)  # never split inside math
-    cuts = [m.end() for m in _CONNECTIVE_RE.finditer(outside)]
-    if not cuts:
-        return line
-    first = _INLINE_MATH_RE.search(line)
-    if first and first.start() < cuts[-1] and not _is_name(_math_content(first)):
-        return line  # `$5$, which is less than 7`: the value came first
-    tail = line[cuts[-1]:]
-    return tail if re.search(r"\d|\$|\\\(", tail) else line
-
-
-def _is_name(math: str) -> bool:
-    """A quantity's name, not its value: `n`, `x_1`, `f(x)`, `\\omega_{\\text{ss}}`, `v_{\\max}` (no digit
-    outside a subscript)."""
-    return bool(_NAME_RE.fullmatch(math)) or not re.search(
-        r"\d", re.sub(r"_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w", "", math))
-
-
 def _fallback(text: str, after: int = 0) -> str | None:
-    """The first math segment (whole) or standalone number that starts at or after `after` (the end
-    of the sentence's last connective); without one, the candidate that ends last."""
-    found = [(m.start(), m.end(), _math_content(m)) for m in _INLINE_MATH_RE.finditer(text)]
-    masked = _INLINE_MATH_RE.sub(lambda m: " " * len(m.group(0)), text)
+    """The first math segment (whole), plain tuple (whole) or standalone number that starts at or after
+    `after` (the end of the sentence's last connective); without one, the candidate that ends last."""
+    found = [(m.start(), m.end(), math_content(m)) for m in INLINE_MATH_RE.finditer(text)]
+    masked = INLINE_MATH_RE.sub(lambda m: " " * len(m.group(0)), text)
+    found += [(m.start(), m.end(), m.group(0)) for m in _TUPLE_RE.finditer(masked)]
+    masked = _TUPLE_RE.sub(lambda m: " " * len(m.group(0)), masked)  # `(-1, 6)` is never the 6 alone
     found += [(m.start(), m.end(), m.group(0)) for m in _STANDALONE_RE.finditer(masked) if not _operand(masked, m)]
     found = [c for c in found if c[2]]
     if not found:

@@ -61,7 +61,8 @@ def strip_choice_label(text: str) -> str:
 
 def _label(text: str) -> re.Match | None:
     m = _LABEL_RE.match(text)
-    return m if m and not re.match(r"[-+*/^=_!')]", text[m.end():]) else None
+    glued = m and len(m.group(0).rstrip()) == m.end()  # `\\text{(E)}+1` is an operand; `D) -3` a label
+    return m if m and not (glued and re.match(r"[-+*/^=_!')]", text[m.end():])) else None
 
 
 def stated_values(pred: str) -> str:

@@ -2,7 +2,8 @@
 
 Both sides go through `normalize`; the prediction additionally through `strip_assignment` when the
 gold is not an equation. The rules, in order (docs/grading.md lists them with examples):
-unicode math → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
+zero-width and bidi characters removed; unicode math → LaTeX (`√53` → `\\sqrt{53}`); math written as
+code (`pi/4`, `sqrt(2)`, `ln(3)`) → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
 (`\\,` `\\!` `\\;` `\\quad` `~`); `\\left`/`\\right`; `\\dfrac`/`\\tfrac` → `\\frac`; `\\frac12` →
 `\\frac{1}{2}`; a whole-answer `\\text{..}`/`\\textbf{..}`/`\\mathrm{..}` unwrapped; trailing units
 (`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"); degrees
@@ -44,17 +45,24 @@ _THOUSANDS_RE = re.compile(r"^[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")  # `0,20
 _SPACED_THOUSANDS_RE = re.compile(r"^[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?$")
 _E_NOTATION_RE = re.compile(r"(?<![\w.\\])(\d+(?:\.\d*)?|\.\d+)[eE]([-+]?\d+)(?![\w.])")
 _APPROX_PREFIX_RE = re.compile(r"^(?:\\approx|\\sim|\\simeq|=)\s*")
-_ASSIGNMENT_RE = re.compile(
-    r"^(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?\s*=\s*(?=[^=]*$)"
+_NAME_TOKEN = (r"(?:\\[a-zA-Z]+(?:\s*\{[A-Za-z ]*\})?|[a-zA-Z]|_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w"
+               r"|\([a-z](?:,\s*[a-z])*\)|')")
+_ASSIGNMENT_RE = re.compile(  # `x =`, `f(x) =`, `b_1 =`, `\mathbf{proj}_{\mathbf{b}}\mathbf{a} =`: a name, no digit
+    rf"^(?=[^=]{{0,80}}=)(?:{_NAME_TOKEN}\s*){{1,12}}=\s*(?=[^=]*$)"
 )
+_INVISIBLE_RE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_PLAIN_FUNCTION_RE = re.compile(r"\b(sqrt|ln|log|exp|sin|cos|tan)\s*(?=\()")
+_PLAIN_GREEK_RE = re.compile(r"\b(pi|theta|alpha|beta|gamma|lambda|sigma|mu|omega|phi|infty)\b")
+_SQRT_RE = re.compile(r"\u221a\s*(\d+(?:\.\d+)?|[A-Za-z]|\\[A-Za-z]+|\{[^{}]*\}|\([^()]*\))")
 
 
 def normalize(answer: str) -> str:
     """The answer with presentation-only differences removed (see the module docstring)."""
-    s = answer.strip()
+    s = _INVISIBLE_RE.sub("", answer).strip()
+    s = _SQRT_RE.sub(lambda m: "\\sqrt{" + m.group(1).strip("(){}") + "}", s)  # `√53`, `2√(x+1)`
     for char, latex in _UNICODE.items():
         s = s.replace(char, latex)
-    s = _strip_delimiters(s)
+    s = _plain_math(_strip_delimiters(s))
     s = _APPROX_PREFIX_RE.sub("", s)  # "\\approx 1.62" is the number 1.62
     # MATH writes thousands `10,\\!080` (negative thin space after the comma): one number, not a list
     s = re.sub(r"(?<=\d),\s*\\!\s*(?=\d{3}(?!\d))", ",", s).replace("{,}", ",").replace("{:}", ":")
@@ -123,6 +131,16 @@ def split_top(text: str, pattern: str) -> tuple[list[str], list[str]]:
         i += 1
     parts.append(text[start:].strip())
     return parts, seps
+
+
+def _plain_math(s: str) -> str:
+    """Math written as code (`pi / (2 * sqrt(2))`, `0.5 * ln(3)`, `theta^2`: JSON answers) as LaTeX; only
+    in an answer with no LaTeX command."""
+    if "\\" in s or not re.search(r"[a-z]{2}", s):
+        return s
+    s = _PLAIN_GREEK_RE.sub(r"\\\1 ", s)
+    s = re.sub(r"\bsqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
+    return _PLAIN_FUNCTION_RE.sub(r"\\\1", s).strip()
 
 
 def _strip_delimiters(s: str) -> str:

@@ -43,7 +43,7 @@ class _Slot:
     ready: bool = False
     job: int | None = None
     deadline: float = 0.0
-    extracted: tuple = (None, None)  # (answer, answer_source) the worker reported for its job
+    extracted: tuple = (None, None, None)  # (answer, answer_source, answer_rule) the worker reported
 
 
 class GraderPool:
@@ -167,7 +167,7 @@ class GraderPool:
             elif message[0] == "failed":
                 self._start_failed(number, message[1])
             elif message[0] == "extracted" and message[1] == slot.job:
-                slot.extracted = (message[2], message[3])
+                slot.extracted = tuple(message[2:5])
             elif message[0] == slot.job:
                 finished.append((slot.job, Verdict(*message[1])))
                 slot.job = None
@@ -179,7 +179,7 @@ class GraderPool:
             if slot.job is not None and now >= slot.deadline:
                 index, pid = slot.job, slot.process.pid
                 reason = f"grading exceeded {limit:g} s wall clock; worker {pid} killed and replaced"
-                finished.append((index, Verdict(False, slot.extracted[0], "timeout", reason, slot.extracted[1])))
+                finished.append((index, Verdict(False, slot.extracted[0], "timeout", reason, *slot.extracted[1:])))
                 self._restart(number)
             elif not slot.ready and now >= slot.started + _START_TIMEOUT_S:
                 self._start_failed(number, f"no ready message within {_START_TIMEOUT_S:g} s")
@@ -219,7 +219,7 @@ class GraderPool:
         finished = []
         if slot.job is not None:
             reason = f"worker {slot.process.pid} died (exit code {code}) while grading; replaced"
-            finished.append((slot.job, Verdict(False, slot.extracted[0], "error", reason, slot.extracted[1])))
+            finished.append((slot.job, Verdict(False, slot.extracted[0], "error", reason, *slot.extracted[1:])))
         elif not slot.ready:
             self._start_failed(number, f"worker exited with code {code} during start-up")
             return finished

@@ -24,6 +24,9 @@ class Verdict:
                line: "Final Answer: ...", "the answer is ...", "####"), "fallback" (no box and no
                marker: the last math segment or standalone number), None when nothing was found.
                A reward policy may pay a "fallback" answer less (see `--reward-unmarked`).
+    answer_rule: the rule that gave `extracted`, finer than answer_source, so a reader can audit a
+               verdict: "box", "boxes" (boxes written as one list), "answer line", "A: line", "#### line",
+               "json answer", "answer tag", "bold" or "fallback" (grading/README.md lists them in order).
     """
 
     correct: bool
@@ -31,6 +34,7 @@ class Verdict:
     status: Status
     reason: str
     answer_source: AnswerSource | None = None
+    answer_rule: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -2,7 +2,7 @@
 
 Protocol on a duplex pipe: the worker first sends ("ready", pid, site_ok) or ("failed", traceback);
 then it answers each (job_id, op, payload) with (job_id, result) and exits on None or EOF; while grading
-it first sends ("extracted", job_id, answer, answer_source), which a timeout verdict then carries.
+it first sends ("extracted", job_id, answer, answer_source, answer_rule), which a timeout verdict carries.
 ops: "grade" → `check.grade_one(response, golds, bench)`; "info" → the antlr4 runtime it really uses,
 its CPU seconds so far and a raw math-verify probe (`198` against `\\boxed{198\\%}`, which 4.9.3
 fails and 4.13.2 passes).
@@ -42,7 +42,7 @@ def serve(conn, memory_mb: int) -> None:
         if message is None:
             return
         job_id, op, payload = message
-        conn.send((job_id, _run(op, payload, lambda e, s: conn.send(("extracted", job_id, e, s)))))
+        conn.send((job_id, _run(op, payload, lambda *e: conn.send(("extracted", job_id, *e)))))
 
 
 def _run(op: str, payload, notify):

@@ -101,7 +101,7 @@ def test_hostile_responses_do_not_hang_crash_or_execute(tmp_path):
 
 def test_module_level_grade():
     verdict = grade("so the answer is $\\boxed{0.5}$", "\\frac{1}{2}")
-    assert verdict == Verdict(True, "0.5", "ok", verdict.reason, "boxed")
+    assert verdict == Verdict(True, "0.5", "ok", verdict.reason, "boxed", "box")
     assert grade("nothing", "1").status == "no_answer"
 
 
@@ -109,7 +109,7 @@ def test_module_level_grade():
     (r"The two values are \boxed{69} and \boxed{84}.", "69,84", True),
     (r"So $x = \boxed{84}$ or $x = \boxed{69}$.", "69,84", True),
     (r"First \boxed{69}. " + "More work. " * 60 + r"Finally \boxed{84}.", "69,84", False),
-    (r"\boxed{69} and \boxed{84}", "84", True),  # a single gold takes the last box only
+    (r"\boxed{69} and \boxed{84}", "84", False),  # issue 40: boxes written as one list are taken whole
     (r"\boxed{69} and \boxed{85}", "69,84", False),
 ])
 def test_multiple_answers_in_separate_boxes(pool, response, gold, expected):

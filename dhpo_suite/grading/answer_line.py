@@ -1,0 +1,142 @@
+"""Answer lines: where a response says "the answer is" in one of its dresses (string rules; issue 40).
+
+Recognised, case ignored: "final answer is/:", "the (final|correct|right) answer (in words) is/:", a line
+starting "Answer:" or "**Answer:**", a "Final Answer" heading (the value is on the lines after it),
+GSM8K's `#### 18` and `A: 18` (capital A at a line start), and a JSON `"answer": ...` field. The value:
+
+* a JSON field's value (a string, decoded; a number; a list, whole; an object states nothing);
+* on the line: its first math segment, or several (`$2$ and $3$` → `2, 3`); in prose ("The largest $n$ is
+  34.") what follows the last "is"/"=" (math before it without a digit outside subscripts is a name);
+* a line that holds nothing after the phrase: the committed statement of the lines after it
+  ("is: \\n\\n90 + 50 = 140" → 140), else their first line;
+* number words ("two hundred fifty dollars") are read as digits (`tidy.number_words`).
+
+"I hope it is correct." and bold markers around the value are cut off.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from dhpo_suite.grading.tidy import number_words
+
+__all__ = ["INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "math_content"]
+
+PHRASE_RE = re.compile(
+    r"(?:final\s+answer\s*(?:is|:)|the\s+(?:final\s+|correct\s+|right\s+)?answer\s*(?:\([^()\n]{0,40}\)\s*)?(?:is|:)"
+    r"|^\s*[*_#]*\s*(?:final\s+)?answer\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"
+    r"|^\s*answer\s*(?=\$|\\\[|\\\()|(?P<hashes>####)|^[ \t]*(?P<gsm>(?-i:A))[ \t]*:(?=[ \t]*\S)"
+    r"|(?P<json>\"answer\"[ \t]*:))[ \t]*:?",
+    re.IGNORECASE | re.MULTILINE,
+)
+INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign; `$$...$$` pairs before `$...$`
+    r"(?<!\\)\$\$((?:\\.|[^$\\])+)\$\$|(?<!\\)\$((?:\\.|[^$\\])+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
+)
+_LIST_GLUE_RE = re.compile(r"\s*(?:,|and|or|,\s*and|,\s*or)?\s*", re.IGNORECASE)
+_NAME_RE = re.compile(r"(?:[A-Za-z]{1,3}|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z]\))?")  # n, AB, x_1, f(x)
+_BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
+_HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
+_CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
+_TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
+
+
+class Phrase(NamedTuple):
+    """The last answer line: its value (None: it states nothing, e.g. a JSON object), where the phrase
+    starts, whether the value has a digit or math, and the rule's name."""
+
+    answer: str | None
+    start: int
+    states: bool
+    rule: str
+
+
+def after_phrase(text: str, committed: Callable[[str], str | None]) -> Phrase | None:
+    """The last answer line of `text`, or None. `committed(text)`: the fallback's reading of a text (used
+    for the lines after an empty answer line)."""
+    last = max(PHRASE_RE.finditer(text), key=re.Match.start, default=None)
+    if last is None:
+        return None
+    rule = ("json answer" if last.group("json") else "#### line" if last.group("hashes")
+            else "A: line" if last.group("gsm") else "answer line")
+    if rule == "json answer":
+        answer = _json_value(text[last.end(): last.end() + 2000])
+        return Phrase(answer, last.start(), bool(answer and re.search(r"\d|\\", answer)), rule)
+    window = _HOPE_RE.sub("", text[last.end(): last.end() + _TAIL_CHARS])
+    if not window.split("\n", 1)[0].strip(" \t*_:"):  # the value is on the lines after the phrase
+        after = committed(_HOPE_RE.sub("", text[last.end(): last.end() + 2000]).strip())
+        if after:
+            return Phrase(after, last.start(), True, rule)
+    answer, math = _line_value(window.strip())
+    if not answer:
+        return None
+    if not math and re.search(r"\d", answer) and re.search(r"[A-Za-z]{3}", answer):
+        answer = committed(answer) or answer  # "Answer: Tony has won a total of $300" states 300
+    words = None if math or re.search(r"\d", answer) else number_words(answer)
+    if words:
+        return Phrase(words, last.start(), True, rule)
+    return Phrase(answer, last.start(), bool(math) or bool(re.search(r"\d", answer)), rule)
+
+
+def _line_value(window: str) -> tuple[str, bool]:
+    """(the value an answer line states, whether it is math)."""
+    line = window.split("\n", 1)[0].strip()
+    block = _BLOCK_RE.match(window)  # `\[ ... \]` / `$$ ... $$` may span lines
+    if block:
+        line = block.group(0).replace("\n", " ")
+    line = _after_connective(line)
+    math = INLINE_MATH_RE.search(line)
+    answer = math_content(math) if math else line
+    segments = list(INLINE_MATH_RE.finditer(line))
+    if len(segments) > 1 and all(_LIST_GLUE_RE.fullmatch(line[a.end(): b.start()])
+                                 for a, b in zip(segments, segments[1:])):
+        answer = ", ".join(math_content(m) for m in segments)  # `$2$ and $3$`: both are the answer
+    answer = re.sub(r"^[\s*_]+|[.;:,\s*_]+$", "", answer)  # `5!` keeps its factorial
+    return answer, bool(math)
+
+
+def _json_value(tail: str) -> str | None:
+    """The value of a JSON field written after `"answer":` (None for an object or nothing readable)."""
+    tail = tail.lstrip()
+    if tail.startswith('"'):
+        m = re.match(r'"((?:[^"\\\n]|\\.)*)"', tail)
+        # `\\frac` is JSON for `\frac`; models also write `\frac` and `\(` unescaped, which json.loads
+        # would refuse or turn into a form feed: only `\\` and `\"` are unescaped
+        return re.sub(r'\\([\\"])', r"\1", m.group(1)).strip() or None if m else None
+    if tail.startswith("["):
+        end = tail.find("]")
+        if not 0 < end < 500 or "{" in tail[:end]:
+            return None
+        try:
+            items = json.loads(tail[: end + 1])
+        except ValueError:
+            return tail[: end + 1]
+        return ", ".join(str(item) for item in items) if all(isinstance(i, str) for i in items) else tail[: end + 1]
+    m = re.match(r"[^\s,}\]{\[][^,}\n]*", tail)
+    return m.group(0).strip() if m else None
+
+
+def math_content(match: re.Match) -> str:
+    return next(g for g in match.groups() if g is not None).strip()
+
+
+def _after_connective(line: str) -> str:
+    """`The largest $n$ is 34.` → `34.`: an answer line in prose states its value after "is"."""
+    outside = INLINE_MATH_RE.sub(lambda m: "\0" * len(m.group(0)), line)  # never split inside math
+    cuts = [m.end() for m in _CONNECTIVE_RE.finditer(outside)]
+    if not cuts:
+        return line
+    first = INLINE_MATH_RE.search(line)
+    if first and first.start() < cuts[-1] and not is_name(math_content(first)):
+        return line  # `$5$, which is less than 7`: the value came first
+    tail = line[cuts[-1]:]
+    return tail if re.search(r"\d|\$|\\\(", tail) else line
+
+
+def is_name(math: str) -> bool:
+    """A quantity's name, not its value: `n`, `x_1`, `f(x)`, `\\omega_{\\text{ss}}`, `v_{\\max}` (no digit
+    outside a subscript)."""
+    return bool(_NAME_RE.fullmatch(math)) or not re.search(
+        r"\d", re.sub(r"_\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|_\w", "", math))
