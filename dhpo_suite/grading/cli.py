@@ -27,7 +27,7 @@ class RowError(ValueError):
 def register(app: typer.Typer) -> None:
     @app.command(help="Grade a JSONL file: rows with `response` and `answer` (optional `answer_alt`, "
                       "`bench`). Writes each row plus extracted, correct, grader_status, grader_reason, "
-                      "answer_source.")
+                      "answer_source, answer_rule.")
     def grade(
         file: Path = typer.Argument(..., help="JSONL input, one object per line."),
         out: Path = typer.Option(None, "--out", "-o", help="Output JSONL (default: FILE.graded.jsonl)."),
@@ -136,7 +136,7 @@ def _write(target: Path, rows: list[dict], verdicts) -> None:
             for row, verdict in zip(rows, verdicts, strict=True):
                 record = {**row, "extracted": verdict.extracted, "correct": verdict.correct,
                           "grader_status": verdict.status, "grader_reason": verdict.reason,
-                          "answer_source": verdict.answer_source}
+                          "answer_source": verdict.answer_source, "answer_rule": verdict.answer_rule}
                 handle.write(_dumps(record) + "\n")
         os.replace(temp, target)
     finally:

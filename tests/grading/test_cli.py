@@ -41,6 +41,8 @@ def test_grade_cli_end_to_end(tmp_path):
     assert [g["correct"] for g in graded] == [True, False, True, False, False]
     assert [g["grader_status"] for g in graded] == ["ok", "ok", "ok", "no_answer", "timeout"]
     assert graded[0]["extracted"] == "\\frac{1}{2}" and graded[0]["bench"] == "math500"
+    # which rule gave each answer (issue 40); a timed-out item keeps the rule its worker reported
+    assert [g["answer_rule"] for g in graded] == ["box", "answer line", "box", None, "box"]
     assert all(g["grader_reason"] for g in graded)
     assert graded[2]["answer_alt"] == rows[2]["answer_alt"]  # input fields are kept
 
