@@ -57,7 +57,8 @@ _CHAT_TURN_RE = re.compile(r"\n\s*(?:User|Human|Assistant|USER|HUMAN|ASSISTANT)\
 _ECHO_HEADER_RE = re.compile(r"\s*(?:[#*]+\s*)?(?:Preamble|Problem|Question)\s*\d*\s*\**\s*:", re.IGNORECASE)
 _BOLD_RE = re.compile(r"\*\*([^*\n]{1,120}?)\*\*")
 _VALUE_RE = re.compile(r"\d|\$|\\\(|\\infty|\\pi|\\sqrt|[\u221e\u03c0\u221a]|^\(?[A-E]\)")
-_LIST_GAP_RE = re.compile(r"[\s$,\\()]*(?:,|\band\b)[\s$,\\()]*(?:and\b[\s$,\\()]*)?")
+_LIST_GAP_RE = re.compile(  # between boxes of one list: `}, \boxed`, `}$ and $x = \boxed`, `}$ or $\boxed`
+    r"[\s$,\\()]*(?:,|\band\b|\bor\b)[\s$,\\()]*(?:and\b[\s$,\\()]*)?(?:[A-Za-z](?:_\{?\w+\}?)?\s*=[\s$\\(]*)?")
 _TUPLE_RE = re.compile(  # a plain-text tuple or interval: `(-1, 6)`, `(5, ∞)`, `[3/5, 8/3]`
     r"[(\[]\s*-?[\w.\\/\u221e\u03c0\u221a]+(?:\s*,\s*[-+]?[\w.\\/\u221e\u03c0\u221a]+)+\s*[)\]]")
 _OPERATOR_BEFORE_RE = re.compile(r"(?:[-+*/^\u00d7\u00f7]|\\times|\\cdot|\\div)$")
@@ -160,18 +161,28 @@ def _box_answer(text: str, boxes: list[tuple[int, int, str]]) -> tuple[str, str]
 
 
 def _bold_answer(text: str) -> str | None:
-    """The last bold span of the last paragraph that states a value (`The value of *x* is **83**.`,
-    `**(-1, 6)**`), taken whole; a bold label (`**Step 2:**`, `**Solution:**`) is no value."""
+    """The bold value that ends the last paragraph (`The value of *x* is **83**.`, `**(-1, 6)**`), taken
+    whole; bold values written as one list (`**x = 2** and **x = -3**`) are taken together. A bold label
+    (`**Step 2:**`) is no value, nor is a bold number that more values follow (`given **5** apples, so 3`)."""
     paragraph = text.rstrip()[text.rstrip().rfind("\n\n") + 1:]
     if paragraph.rstrip().endswith("?"):
         return None
-    for m in reversed(list(_BOLD_RE.finditer(paragraph))):
-        value = m.group(1).strip().rstrip(".,;").strip()
-        if value.endswith(":") or paragraph[m.end(): m.end() + 1] == ":" or not _VALUE_RE.search(value):
-            continue
-        math = INLINE_MATH_RE.fullmatch(value)
-        return math_content(math) if math else value
-    return None
+    spans = [m for m in _BOLD_RE.finditer(paragraph)
+             if not (m.group(1).rstrip().endswith(":") or paragraph[m.end(): m.end() + 1] == ":")]
+    if not spans or not _VALUE_RE.search(spans[-1].group(1)) or re.search(r"\d|\$|\\\(", paragraph[spans[-1].end():]):
+        return None
+    group = [spans[-1]]
+    for m in reversed(spans[:-1]):
+        if not _LIST_GAP_RE.fullmatch(paragraph[m.end(): group[0].start()]):
+            break
+        group.insert(0, m)
+    return ", ".join(_bold_value(m.group(1)) for m in group)
+
+
+def _bold_value(content: str) -> str:
+    value = content.strip().rstrip(".,;").strip()
+    math = INLINE_MATH_RE.fullmatch(value)
+    return math_content(math) if math else value
 
 
 def final_box_group(text: str, span: int = 400) -> list[str]:
