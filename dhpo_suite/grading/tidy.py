@@ -29,6 +29,7 @@ _PLEASANTRY_RE = re.compile(
     r"|You(?:'re|\s+are)\s+welcome\b|Is\s+there\s+anything\s+else\b)[^\n]*$",
     re.IGNORECASE,
 )
+_STATES_RE = re.compile(r"\d|\$|\\boxed|\banswer\b", re.IGNORECASE)
 _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
           "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
@@ -54,8 +55,8 @@ def drop_pleasantries(text: str) -> str:
     for _ in range(5):
         tail = text[-2000:]
         m = _PLEASANTRY_RE.search(tail)
-        if not m or not text[: len(text) - len(tail) + m.start()].strip():
-            return text
+        if not m or not text[: len(text) - len(tail) + m.start()].strip() or _STATES_RE.search(m.group(0)):
+            return text  # "Thanks for asking! The answer is 5." keeps its answer
         text = text[: len(text) - len(tail) + m.start()].rstrip()
     return text
 

@@ -25,6 +25,8 @@ ANSWER_LINES = [
      "if anything is unclear.", True, "answer line", "parenthesised qualifier, then pleasantries"),
     ("10", "Tom read 4 + 5 pages.\nTherefore, the answer (in arabic numerals) is 9.\n\nHope this helps!", False,
      "answer line", "the pleasantry is not read as the answer; 9 is wrong"),
+    ("6", "Tom read 4 + 2 pages.\nThanks for asking! The answer is 6.", True, "answer line",
+     "a pleasantry before the answer on its line keeps the answer"),
     (r"\frac{3}{4}", "So the probability is 3/4. The answer is 3/4.<|im_end|>\n<|im_start|>user\nNow try 5/8.", True,
      "answer line", "a special token after the answer, then an invented turn"),
     (r"\frac{5}{8}", "So the probability is 3/4. The answer is 3/4.<|im_end|>\n<|im_start|>user\nNow try 5/8.", False,
