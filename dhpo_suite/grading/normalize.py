@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from dhpo_suite.grading.tidy import strip_invisible
+
 __all__ = [
     "has_percent", "is_text_answer", "normalize", "split_top", "split_top_level", "strip_assignment", "text_key",
 ]
@@ -50,7 +52,6 @@ _NAME_TOKEN = (r"(?:\\[a-zA-Z]+(?:\s*\{[A-Za-z ]*\})?|[a-zA-Z]|_\{[^{}]*(?:\{[^{
 _ASSIGNMENT_RE = re.compile(  # `x =`, `f(x) =`, `b_1 =`, `\mathbf{proj}_{\mathbf{b}}\mathbf{a} =`: a name, no digit
     rf"^(?=[^=]{{0,80}}=)(?:{_NAME_TOKEN}\s*){{1,12}}=\s*(?=[^=]*$)"
 )
-_INVISIBLE_RE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _PLAIN_FUNCTION_RE = re.compile(r"\b(sqrt|ln|log|exp|sin|cos|tan)\s*(?=\()")
 _PLAIN_GREEK_RE = re.compile(r"\b(pi|theta|alpha|beta|gamma|lambda|sigma|mu|omega|phi|infty)\b")
 _SQRT_RE = re.compile(r"\u221a\s*(\d+(?:\.\d+)?|[A-Za-z]|\\[A-Za-z]+|\{[^{}]*\}|\([^()]*\))")
@@ -58,7 +59,7 @@ _SQRT_RE = re.compile(r"\u221a\s*(\d+(?:\.\d+)?|[A-Za-z]|\\[A-Za-z]+|\{[^{}]*\}|
 
 def normalize(answer: str) -> str:
     """The answer with presentation-only differences removed (see the module docstring)."""
-    s = _INVISIBLE_RE.sub("", answer).strip()
+    s = strip_invisible(answer).strip()
     s = _SQRT_RE.sub(lambda m: "\\sqrt{" + m.group(1).strip("(){}") + "}", s)  # `√53`, `2√(x+1)`
     for char, latex in _UNICODE.items():
         s = s.replace(char, latex)
