@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,8 @@ from dhpo_suite.dashboard import data
 from dhpo_suite.dashboard.registry import RUNS_DIR_ENV
 
 __all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker",
-           "show_problems", "is_stale", "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S", "SMOOTHING",
+           "show_problems", "is_stale", "chips_css",
+           "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S", "SMOOTHING",
            "FULL_RANGE", "CONTEXT_KEY"]
 
 REFRESH_S = 5.0
@@ -45,13 +47,15 @@ class Context:
     def path(self, run: str) -> str:
         return str(self.table.at[run, "path"])
 
-    @property
+    @cached_property
     def colors(self) -> dict[str, str]:
-        """One colour per run of the directory (not of the selection): a run keeps its colour on every page and
-        whatever else is selected."""
+        """One colour per run of the directory (not of the selection), from a stable hash of its path; runs
+        claim colours oldest first (start time, then path), so a run added later never recolours another:
+        a run keeps its colour on every page, whatever else is selected and while a sweep grows."""
         from dhpo_suite.dashboard.figures.curves import run_colors
 
-        return run_colors(list(self.table.index))
+        started = self.table["started_at"].map(lambda v: v if isinstance(v, str) and v else "~")
+        return run_colors(sorted(self.table.index, key=lambda r: (started[r], r)))
 
 
 def _persist() -> None:
@@ -139,11 +143,15 @@ def context() -> Context:
     from_url = url_param("runs")
     if "selected_runs" not in st.session_state and from_url:  # a shared link: its runs, not the default
         st.session_state["selected_runs"] = [r for r in from_url.split(",") if r in runs]
+    _follow(valid)
     default = [r for r in st.session_state.get("selected_runs", valid[:_MAX_DEFAULT]) if r in runs]
     # The widget's own key is dropped when a page without it runs; the plain key survives page switches.
     st.session_state["_selected_runs"] = default
     selected = st.sidebar.multiselect("Runs to compare", runs, key="_selected_runs", on_change=_persist,
                                       help=f"Runs under {root}")
+    st.sidebar.toggle("Follow new runs", value=True, key="follow_runs",
+                      help="A run that starts in the folder of a picked run (a sweep's next seed) joins the picked "
+                           "runs on its own")
     _filters(table.loc[valid])
     st.session_state["selected_runs"] = selected
     set_url(runs=selected)
@@ -161,8 +169,35 @@ def context() -> Context:
         with st.sidebar:
             _watch(root, _runs_signature(root))
     ctx = Context(root, table, selected, refresh, REFRESH_S if live and anywhere else None)
+    st.html(chips_css(ctx.colors))
     st.session_state[CONTEXT_KEY] = ctx  # for what runs after the page (prefetch.schedule_current)
     return ctx
+
+
+def _follow(valid: list[str]) -> None:
+    """Runs new to this session (readable ones) whose folder holds a picked run join the picked runs, unless
+    "Follow new runs" is off: a sweep's seeds 1-2 appear on the page watched while they start (issue 43)."""
+    seen = st.session_state.get("_seen_runs")
+    st.session_state["_seen_runs"] = valid
+    picked = st.session_state.get("selected_runs")
+    if seen is None or picked is None or not st.session_state.get("follow_runs", True):
+        return
+    folders = {str(Path(r).parent) for r in picked}
+    joining = [r for r in valid if r not in seen and r not in picked and str(Path(r).parent) in folders]
+    if joining:
+        st.session_state["selected_runs"] = [*picked, *joining]
+
+
+def chips_css(colors: dict[str, str]) -> str:
+    """A style sheet giving each picked run's chip in the sidebar its line colour, its name whole (a sweep's
+    names differ in their last characters: the seed)."""
+    from dhpo_suite.dashboard.figures.curves import text_color
+
+    base = ('[data-testid="stSidebar"] span[data-tag],[data-testid="stSidebar"] span[data-tag]>span[title]'
+            "{max-width:none}")
+    rules = "".join(f'[data-testid="stSidebar"] span[data-tag][aria-label="{r.replace(chr(34), "")}"]'
+                    f"{{background-color:{c};color:{text_color(c)}}}" for r, c in colors.items())
+    return f"<style>{base}{rules}</style>"
 
 
 FILTERS = ("algorithm", "clip", "mixing", "eps_low", "eps_high", "lr", "group_size", "model", "task", "backend",
@@ -198,9 +233,10 @@ def is_stale(row: pd.Series) -> bool:
     return last is not None and pd.notna(last) and time.time() - float(last) > STALE_AFTER_S
 
 
-def step_controls(max_step: int, key: str, smoothing: bool = True) -> tuple[tuple[int, int], float]:
-    """Step range (and smoothing) widgets in one row; returns ((first, last), smoothing α)."""
-    left, right = st.columns([3, 1])
+def step_controls(max_step: int, key: str, smoothing: bool = True, where=None) -> tuple[tuple[int, int], float]:
+    """Step range (and smoothing) widgets in one row (or in `where`, two containers); returns ((first, last),
+    smoothing α)."""
+    left, right = where if where is not None else st.columns([3, 1])
     if max_step <= 0:
         return (0, max(max_step, 0)), 0.0
     lo, hi = left.slider("Step range", 0, int(max_step), (0, int(max_step)), key=f"{key}_range")

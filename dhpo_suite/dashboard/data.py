@@ -41,10 +41,18 @@ def mtime(path: Path | str) -> int:
         return 0
 
 
-def run_version(run_dir: str) -> tuple[int, int]:
-    """Changes whenever the manifest is rewritten or a step is committed (scalars files are renamed into
-    `scalars/`, which updates the folder's mtime)."""
-    return mtime(Path(run_dir) / "manifest.json"), mtime(Path(run_dir) / "scalars")
+def run_version(run_dir: str) -> tuple:
+    """Changes whenever the manifest is rewritten, a step is committed (scalars files are renamed into
+    `scalars/`, which updates the folder's mtime), or a scalars file is changed in place: each file's size and
+    mtime are part of it (issue 43: a scalars.parquet truncated in place kept the folder's mtime, and every
+    page drew the old steps while the reader called the file unreadable). One stat per file of `scalars/`
+    (compaction keeps them few)."""
+    folder = Path(run_dir) / "scalars"
+    try:
+        files = tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)))
+    except OSError:
+        files = ()
+    return mtime(Path(run_dir) / "manifest.json"), mtime(folder), files
 
 
 def evals_version(run_dir: str) -> tuple:
@@ -54,7 +62,7 @@ def evals_version(run_dir: str) -> tuple:
 
 
 @st.cache_data(max_entries=512, ttl=_TTL, show_spinner=False)
-def _run_facts(run_dir: str, version: tuple[int, int], evals: tuple = ()) -> dict:
+def _run_facts(run_dir: str, version: tuple, evals: tuple = ()) -> dict:
     """Manifest facts and step counts of one run (the Runs table row); `evals`: evals_version."""
     try:
         reader = RunReader(run_dir)
@@ -95,7 +103,7 @@ def runs_table(root: str) -> pd.DataFrame:
 
 
 @st.cache_data(max_entries=64, ttl=_TTL, show_spinner=False)
-def scalars(run_dir: str, version: tuple[int, int]) -> tuple[pd.DataFrame, list[str]]:
+def scalars(run_dir: str, version: tuple) -> tuple[pd.DataFrame, list[str]]:
     """Every committed step's scalars (one row per step)."""
     try:
         reader = RunReader(run_dir)
@@ -246,7 +254,7 @@ def edge_bounds(edges: np.ndarray, telemetry: dict) -> tuple[float, float]:
 
 
 @st.cache_data(max_entries=128, ttl=_TTL, show_spinner=False)
-def manifest_telemetry(run_dir: str, version: tuple[int, int]) -> dict:
+def manifest_telemetry(run_dir: str, version: tuple) -> dict:
     try:
         return RunReader(run_dir).manifest.telemetry
     except RunFormatError:

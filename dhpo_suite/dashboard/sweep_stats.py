@@ -25,7 +25,8 @@ from dhpo_suite.dashboard.figures.curves import minmax_positions
 from dhpo_suite.runs import RunFormatError, RunReader
 from dhpo_suite.science import compare as cmp
 
-__all__ = ["selection_version", "sweep", "summary", "differences", "bands", "common_grid", "BAND_POINTS", "CURVES"]
+__all__ = ["selection_version", "sweep", "summary", "differences", "one_apart", "bands", "common_grid", "fmt_sig",
+           "BAND_POINTS", "CURVES"]
 
 BAND_POINTS = 150
 """Most steps per group at which a band is bootstrapped and drawn."""
@@ -75,10 +76,46 @@ def summary(version: tuple) -> pd.DataFrame:
     return cmp.summarize(sweep(version)[0])
 
 
+@st.cache_data(max_entries=32, ttl=_TTL, show_spinner=False)
+def one_apart(version: tuple, baseline: str) -> dict[str, str]:
+    """{group: the one setting it changes} of the groups one setting apart from `baseline`
+    (science.groups.one_apart_from over the runs' manifests)."""
+    metrics = sweep(version)[0]
+    labels = dict(zip(metrics["run"], metrics["label"]))
+    settings = {}
+    for run, path, _ in version:
+        if run in labels:
+            try:
+                settings[run] = groups.run_settings(RunReader(path).manifest.to_dict())
+            except RunFormatError:
+                continue
+    return groups.one_apart_from(baseline, settings, labels)
+
+
 @st.cache_data(max_entries=32, ttl=_TTL, show_spinner="Bootstrapping the differences…")
 def differences(version: tuple, baseline: str) -> pd.DataFrame:
-    """compare.paired_differences of every group against the group `baseline`, over shared seeds."""
-    return cmp.paired_differences(sweep(version)[0], baseline)
+    """compare.paired_differences against the group `baseline`, over shared seeds, of the groups that differ
+    from it in exactly one setting (column `differs in`): a difference between groups that differ in lr, task
+    and model at once measures none of them (issue 43)."""
+    apart = one_apart(version, baseline)
+    metrics = sweep(version)[0]
+    diffs = cmp.paired_differences(metrics[metrics["label"].isin([baseline, *apart])], baseline)
+    if diffs.empty:
+        return diffs
+    return diffs.assign(**{"differs in": diffs["label"].map(apart)})
+
+
+def fmt_sig(iv, sig: int = 3) -> str:
+    """An interval with `sig` significant digits of its largest end, every number to the same decimals:
+    `0.000512 [0.000431, 0.000590]`, `182 [171, 193]` (a fixed 3 decimals read 0.000 [-0.000, 0.000] for a KL
+    of order 1e-4); `—` when there is no value."""
+    mean, lo, hi = (float(getattr(iv, k, np.nan)) for k in ("mean", "lo", "hi"))
+    if np.isnan(mean):
+        return "—"
+    top = max(abs(v) for v in (mean, lo, hi) if not np.isnan(v))
+    decimals = 0 if top == 0 else max(0, sig - 1 - int(np.floor(np.log10(top))))
+    text = f"{mean:.{decimals}f}"
+    return text if np.isnan(lo) else f"{text} [{lo:.{decimals}f}, {hi:.{decimals}f}]"
 
 
 def common_grid(mine: pd.DataFrame, metric: str) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels", "setting_text"]
+__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels", "setting_text", "one_apart", "one_apart_from"]
 
 NOT_SETTINGS = frozenset({
     "seed", "out", "resume", "name", "device", "threads", "grader_workers", "logger", "checkpoint_every",
@@ -76,3 +76,23 @@ def group_labels(settings: Mapping[str, Mapping[str, str]], base: Mapping[str, s
             named = [k for k in extra if f"{k}=" not in b]  # compare's label may name a --hp setting already
             labels[run] = " · ".join([b, *(f"{k}={s.get(k, '—')}" for k in named)])
     return labels
+
+
+def one_apart(a: Mapping[str, str], b: Mapping[str, str]) -> str | None:
+    """The one setting in which two groups' settings differ, or None when they differ in none or in more
+    than one (a paired difference then measures several changes at once, and names none of them). A
+    setting only one group has belongs to its algorithm (DHPO's clip mode and mixing) and is counted with
+    the algorithm, not on its own: DHPO-E against GRPO at the same lr differ in the algorithm alone."""
+    changed = [k for k in sorted(set(a) & set(b)) if a[k] != b[k]]
+    return changed[0] if len(changed) == 1 else None
+
+
+def one_apart_from(baseline: str, settings: Mapping[str, Mapping[str, str]],
+                   labels: Mapping[str, str]) -> dict[str, str]:
+    """{group label: the one setting it changes} of the groups one setting apart from group `baseline`, from
+    the runs' settings and their group labels (runs of a group share every setting but the seed)."""
+    of_group = {labels[r]: s for r, s in settings.items()}
+    if baseline not in of_group:
+        return {}
+    apart = {g: one_apart(of_group[baseline], s) for g, s in of_group.items() if g != baseline}
+    return {g: k for g, k in sorted(apart.items()) if k is not None}

@@ -48,16 +48,17 @@ def panels(fig: dict) -> list[dict]:
     """The panels of a figure of subplots (figures.grid) as figures of their own, in the shape `figures` returns:
     the panel's title (its subplot title), its traces, and its axes and linear/log switch under the names a
     standalone figure gives them ("xaxis", "yaxis", "updatemenus")."""
-    n_axes = sum(k.startswith("xaxis") for k in fig["layout"])
+    n_axes = sum(k.startswith("yaxis") for k in fig["layout"])  # one y axis per panel (figures.grid)
     out = []
     for i, note in enumerate(fig["layout"].get("annotations", [])[:n_axes]):
         n = "" if i == 0 else str(i + 1)
+        yaxis = fig["layout"][f"yaxis{n}"]
         layout = {k: v for k, v in fig["layout"].items() if not k.startswith(("xaxis", "yaxis", "updatemenus"))}
-        layout |= {"xaxis": fig["layout"][f"xaxis{n}"], "yaxis": fig["layout"][f"yaxis{n}"],
+        layout |= {"xaxis": fig["layout"]["xaxis" + yaxis.get("anchor", "x")[1:]], "yaxis": yaxis,
                    "updatemenus": [m for m in fig["layout"].get("updatemenus", [])
                                    if f"yaxis{n}.type" in m["buttons"][0]["args"][0]]}
         out.append({"title": note["text"], "layout": layout,
-                    "data": [t for t in fig["data"] if t.get("xaxis", "x") == f"x{n}"]})
+                    "data": [t for t in fig["data"] if t.get("yaxis", "y") == f"y{n}"]})
     return out
 
 

@@ -110,15 +110,16 @@ FIND = """(title) => {  // [figure, x axis, y axis]: the figure titled so (axes 
     // a figure of panels (dashboard/figures/grid.py) whose subplot title starts so
     for (const gd of document.querySelectorAll('.js-plotly-plot')) {
         if (((gd.layout.title || {}).text || '').startsWith(title)) return [gd, null, null];
-        const n = Object.keys(gd.layout).filter(k => /^xaxis\\d*$/.test(k)).length;
+        const n = Object.keys(gd.layout).filter(k => /^yaxis\\d*$/.test(k)).length;  // one y axis per panel
         const i = (gd.layout.annotations || []).slice(0, n).findIndex(a => (a.text || '').startsWith(title));
-        if (i >= 0) return [gd, i ? `x${i + 1}` : 'x', i ? `y${i + 1}` : 'y'];
+        const y = i ? `y${i + 1}` : 'y';
+        if (i >= 0) return [gd, gd.layout[y.replace('y', 'yaxis')].anchor, y];
     }
     return [null, null, null];
 }"""
 FIGURE = f"""(title) => {{
     const [gd, x, y] = ({FIND})(title);
-    return gd ? {{data: gd._fullData.filter(t => !x || t.xaxis === x)
+    return gd ? {{data: gd._fullData.filter(t => !y || t.yaxis === y)
                      .map(t => ({{name: t.name, meta: t.meta, color: t.line && t.line.color}})),
                  layout: {{shapes: (gd.layout.shapes || []).map(s => s.x0),
                           ytype: gd._fullLayout[(y || 'y').replace('y', 'yaxis')].type,
@@ -140,8 +141,8 @@ def figure(page, title: str) -> dict:
 
 
 POINT = f"""([title, run, meta, x]) => {{  // page coordinates of a run's point at step x
-    const [gd, panel] = ({FIND})(title);
-    const t = gd._fullData.find(d => d.name === run && d.meta === meta && (!panel || d.xaxis === panel));
+    const [gd, , panel] = ({FIND})(title);
+    const t = gd._fullData.find(d => d.name === run && d.meta === meta && (!panel || d.yaxis === panel));
     const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
     const i = Array.from(t.x).indexOf(x), r = gd.getBoundingClientRect();
     return [r.left + xa._offset + xa.l2p(x), r.top + ya._offset + ya.l2p(t.y[i])];

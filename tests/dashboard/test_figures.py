@@ -368,14 +368,29 @@ def test_panels_drawn_as_one_figure_keep_their_titles_axes_switches_and_notes():
               fcur.line_overlay(f, "length/mean", "Length", log_y=True, legend=False),
               fcur.line_overlay(f, "kl/k3", "KL", legend=False)]
     g = grid(panels)
-    assert [a.text for a in g.layout.annotations] == ["Entropy", "Length", "KL", "no data: kl/k3 was not recorded"]
-    assert (g.layout.annotations[3].xref, g.layout.annotations[3].yref) == ("x3 domain", "y3 domain")
-    # each panel's traces on its own axes, its y title and scale kept; its switch acts on its own y axis only
+    assert [a.text for a in g.layout.annotations] == ["Entropy", "Length", "KL", "no data:<br>kl/k3 was not recorded"]
+    # the note in the empty panel's own area (paper coordinates inside its domains), not on another's axes
+    note, x3, y3 = g.layout.annotations[3], g.layout.xaxis3.domain, g.layout.yaxis3.domain
+    assert (note.xref, note.yref) == ("paper", "paper") and x3[0] < note.x < x3[1] and y3[0] < note.y < y3[1]
+    # each panel's traces on its own y axis, its y title and scale kept; its switch acts on its own y axis only
     assert [(t.name, t.yaxis) for t in g.data] == [("a", "y"), ("b", "y"), ("a", "y2"), ("b", "y2")]
     assert list(traces(g, "b")[1].y) == [100.0 + s for s in range(10)]
-    assert g.layout.yaxis2.type == "log" and g.layout.yaxis.type is None and g.layout.xaxis3.visible is False
+    assert g.layout.yaxis2.type == "log" and g.layout.yaxis.type is None and g.layout.yaxis3.visible is False
+    # linked: the columns' x axes zoom together, and one hover line runs through the stacked panels
+    assert g.layout.xaxis2.matches == "x" and g.layout.hoversubplots == "axis"
     assert g.layout.yaxis2.title.text == "length/mean (tokens)"
     switches = [[b.args[0] for b in menu.buttons] for menu in g.layout.updatemenus]
     assert switches[1] == [{"yaxis2.type": "linear"}, {"yaxis2.type": "log"}] and g.layout.updatemenus[1].active == 1
     assert switches[0] == [{"yaxis.type": "linear"}, {"yaxis.type": "log"}] and len(switches) == 2
     assert g.layout.hovermode == "x unified" and g.layout.showlegend is False
+
+
+def test_an_empty_panel_beside_full_ones_leaves_their_x_range_alone():
+    """Issue 43: the "no data" note of an empty panel stretched the first panel's x axis to -22…30."""
+    from dhpo_suite.dashboard.figures.grid import grid
+
+    f = fcur.prepare(two_runs(), ["entropy/mean"])
+    g = grid([fcur.line_overlay(f, "entropy/mean", "Entropy", legend=False),
+              fcur.empty_figure("Accuracy vs step", "no data: no checkpoint evaluations")])
+    assert all(a.xref == "paper" for a in g.layout.annotations)
+    assert {t.xaxis for t in g.data} == {"x"}

@@ -6,6 +6,7 @@ and metric columns named as in dhpo_suite.runs.metrics (e.g. "entropy/mean").
 
 from __future__ import annotations
 
+import zlib
 from typing import Sequence, TypeVar
 
 import numpy as np
@@ -18,7 +19,7 @@ from dhpo_suite.dashboard.figures.grid import axis_suffix
 
 __all__ = ["run_colors", "ema", "prepare", "x_values", "curve_table", "X_AXES", "log_buttons", "minmax_positions",
            "thin", "line_overlay", "overlay", "clip_fractions", "empty_figure", "axis_title", "is_fraction", "axes",
-           "legend_html", "CLIP_DEFINITIONS", "MAX_POINTS"]
+           "legend_html", "text_color", "CLIP_DEFINITIONS", "MAX_POINTS"]
 
 Frameish = TypeVar("Frameish", pd.Series, pd.DataFrame)
 PALETTE = qualitative.Plotly + qualitative.D3
@@ -83,7 +84,7 @@ def curve_table(raw: pd.DataFrame, smoothed: pd.DataFrame, columns: Sequence[str
 def log_buttons(log_y: bool = False) -> list[dict]:
     """A per-chart y-scale switch drawn by Plotly itself (linear / log): no rerun, no server round trip."""
     return [dict(type="buttons", direction="right", x=1.0, xanchor="right", y=1.02, yanchor="bottom",
-                 showactive=True, active=int(log_y), pad=dict(r=0, t=0, b=0, l=0), font=dict(size=10),
+                 showactive=True, active=int(log_y), pad=dict(r=0, t=0, b=0, l=0), font=dict(size=9),
                  buttons=[dict(label="linear", method="relayout", args=[{"yaxis.type": "linear"}]),
                           dict(label="log", method="relayout", args=[{"yaxis.type": "log"}])])]
 
@@ -105,8 +106,33 @@ def legend_html(colors: dict[str, str], runs: Sequence[str]) -> str:
 
 
 def run_colors(runs: Sequence[str]) -> dict[str, str]:
-    """A stable colour per run (by order of first appearance), shared by every chart of a page."""
-    return {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(dict.fromkeys(runs))}
+    """A colour per run that does not move while runs are added: each run (its path, in `runs`' order: the
+    order in which they claim colours, oldest first) takes the palette entry its stable hash (CRC-32) points
+    to, stepping on to the next free entry when an earlier run holds it. A run added later never takes an
+    earlier run's colour, so a sweep that grows recolours nothing (issue 43: a colour was a run's position
+    among all runs, and a new run that sorted first shifted every other one). Past len(PALETTE) runs,
+    colours repeat."""
+    out: dict[str, str] = {}
+    taken: set[int] = set()
+    for run in dict.fromkeys(runs):
+        if len(taken) == len(PALETTE):
+            taken.clear()
+        first = zlib.crc32(str(run).encode()) % len(PALETTE)
+        slot = next((first + k) % len(PALETTE) for k in range(len(PALETTE)) if (first + k) % len(PALETTE) not in taken)
+        taken.add(slot)
+        out[run] = PALETTE[slot]
+    return out
+
+
+def text_color(color: str) -> str:
+    """Black or white, whichever reads better on `color` ('#rrggbb'; WCAG relative luminance)."""
+    def lin(v: int) -> float:
+        c = v / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    h = color.lstrip("#")
+    lum = 0.2126 * lin(int(h[0:2], 16)) + 0.7152 * lin(int(h[2:4], 16)) + 0.0722 * lin(int(h[4:6], 16))
+    return "#000000" if (lum + 0.05) / 0.05 > 1.05 / (lum + 0.05) else "#ffffff"
 
 
 def ema(values: Frameish, alpha: float) -> Frameish:

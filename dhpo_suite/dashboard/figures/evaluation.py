@@ -66,7 +66,8 @@ def accuracy_curve(frame: pd.DataFrame, bench: str | None = None, colors: dict[s
     for run, g in f.sort_values("step").groupby("run", sort=False):
         fig.add_trace(go.Scatter(x=g["step"], y=g["value"] * 100, mode="lines+markers", name=run,
                                  line_color=colors.get(run)))
-    fig.update_layout(title=title, xaxis_title="checkpoint step", yaxis_title="accuracy (%)", height=320,
+    fig.update_layout(title=title, xaxis_title="training step",  # the checkpoint's: on the curves' linked axis
+                      yaxis_title="accuracy (%)", height=320,
                       margin=dict(t=50, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.35))
     return fig
 
@@ -125,10 +126,11 @@ def problem_samples(records: list[dict], problem_id: str) -> pd.DataFrame:
 
 
 def wrong_samples(records: list[dict]) -> pd.DataFrame:
-    """Every sample graded wrong (a "wrong only" list): problem, sample, extracted answer, gold, grade status
-    and reason, length, finish reason; problems in natural order, samples by number."""
-    cols = ["problem_id", "sample", "extracted", "gold", "status", "reason", "n_tokens", "finish_reason"]
-    rows = [r for r in records if not r.get("correct")]
+    """Every sample graded wrong (a "wrong only" list): problem id, the problem as asked (problem_text), sample,
+    extracted answer, gold, grade status and reason, length, finish reason; problems in natural order, samples
+    by number."""
+    cols = ["problem_id", "problem", "sample", "extracted", "gold", "status", "reason", "n_tokens", "finish_reason"]
+    rows = [r | {"problem": problem_text(r)} for r in records if not r.get("correct")]
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame(rows).reindex(columns=cols)

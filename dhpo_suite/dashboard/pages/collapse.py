@@ -33,7 +33,8 @@ def detector() -> None:
     verdicts, why = views.collapse_view(ctx, rule)
     st.dataframe(pd.DataFrame({r: {"verdict": verdict(v), "collapse step": v.step, "entropy collapse": v.entropy.step,
                                    "entropy plateau": v.entropy.plateau, "length collapse": v.length.step,
-                                   "length plateau": v.length.plateau} for r, v in verdicts.items()}).T,
+                                   "length plateau": v.length.plateau} for r, v in verdicts.items()}).T
+                 .astype(object).where(lambda d: d.notna(), "—"),  # "—", not Python's None, where none collapsed
                  key="collapse_table")
     event = st.plotly_chart(why, key="collapse_why", theme=None, on_select="rerun", selection_mode="points")
     points = event.selection.points if event is not None else []

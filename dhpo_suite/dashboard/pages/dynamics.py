@@ -19,20 +19,23 @@ frame, _ = frames.scalars_frame(ctx)
 max_step = int(frame["step"].max()) if len(frame) else 0
 controls.seed_from_url("dynamics_range", "range", controls.parse_range(max_step))
 controls.seed_from_url("dynamics_smooth", "smooth", controls.parse_float(0.0, 0.99))
-step_range, alpha = controls.step_controls(max_step, "dynamics")
+top = st.columns([3, 1.3, 2.4, 1.5], vertical_alignment="bottom")  # one row: the panels start above the fold
+step_range, alpha = controls.step_controls(max_step, "dynamics", where=top[:2])
 logged = [c for c in frame.columns if c not in ("run", "step", "time") and frame[c].notna().any()]
 controls.seed_from_url("dynamics_metrics", "metrics", lambda v: [m for m in v.split(",") if m in logged])
 axes = [k for k in fig.X_AXES if k == "step" or fig.X_SOURCE[k] in frame.columns]
 controls.seed_from_url("dynamics_x", "x", lambda v: v if v in axes else None)
 controls.seed_from_url("dynamics_log", "log", lambda v: v == "1")
 controls.seed_from_url("dynamics_clip", "clip", lambda v: v == "1")
-c1, c2, c3 = st.columns([4, 2.5, 1.5])  # the toggle's label whole at 1280 px
-extra = c1.multiselect("Plot any logged metric", logged, key="dynamics_metrics",
+c2, c3 = top[2:]
+c1, c4 = st.columns([3, 2])
+extra = c1.multiselect("Plot any logged metric", logged, key="dynamics_metrics", label_visibility="collapsed",
+                       placeholder="Plot any logged metric…",
                        format_func=lambda m: f"{m} — {METRICS[m]}" if m in METRICS else m,
                        help="Every scalar the runs logged (held-out reward, lr, loss, advantage statistics, "
                             "throughput, ...), one chart each")
 x_axis = c2.radio("x axis", axes, key="dynamics_x", horizontal=True,
-                  format_func={"step": "step", "tokens": "tokens seen", "time": "wall time"}.get,
+                  format_func={"step": "step", "tokens": "tokens", "time": "wall time"}.get,
                   help="tokens seen: running sum of tokens/count; wall time: minutes since the run's first step")
 log_y = c3.toggle("Log scale (y)", key="dynamics_log", help="Every chart; each chart also has its own "
                   "linear/log switch (top right). Values ≤ 0 lose their points")

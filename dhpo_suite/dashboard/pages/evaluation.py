@@ -18,6 +18,10 @@ if frame.empty:
     st.info("No checkpoint evaluations in the selected runs yet (`dhpo-suite eval` writes them to RUN/evals/).")
     st.stop()
 
+# The view lives in the URL (a shared link opens the same evaluation, benchmark, problem and filters).
+controls.seed_from_url("eval_rows", "rows", lambda v: v if v in ("last of each run", "all") else None)
+controls.seed_from_url("eval_dir", "eval", lambda v: v if v in dirs else None)
+controls.seed_from_url("eval_wrong", "wrong", lambda v: v == "1")
 st.subheader("Accuracy per benchmark (%), Table-1 style")
 rows = st.radio("Checkpoints", ["last of each run", "all"], horizontal=True, key="eval_rows")
 st.dataframe(fig.table1(fig.last_checkpoints(frame) if rows == "last of each run" else frame), key="table1")
@@ -27,9 +31,14 @@ st.plotly_chart(fig.accuracy_curve(frame, None if bench == "AVG" else bench, ctx
 
 st.subheader("Per-problem drill-down")
 c1, c2, c3 = st.columns([2, 1, 2])
-label = c1.selectbox("Evaluation", list(dirs), index=len(dirs) - 1, key="eval_dir")
-bench = c2.selectbox("Benchmark", list(frame.loc[frame["label"] == label, "bench"]), key="eval_bench")
+if st.session_state.get("eval_dir") not in dirs:
+    st.session_state["eval_dir"] = list(dirs)[-1]
+label = c1.selectbox("Evaluation", list(dirs), key="eval_dir")
+benches = list(frame.loc[frame["label"] == label, "bench"])
+controls.seed_from_url("eval_bench", "bench", lambda v: v if v in benches else None)
+bench = c2.selectbox("Benchmark", benches, key="eval_bench")
 others = [d for d in dirs if d != label and bench in set(frame.loc[frame["label"] == d, "bench"])]
+controls.seed_from_url("eval_other", "other", lambda v: v if v in others else None)
 other = c3.selectbox("Side by side with", ["—", *others], key="eval_other",
                      help="Another run's or checkpoint's evaluation of the same benchmark: the same problem's "
                           "samples of both, next to each other")
@@ -52,7 +61,11 @@ st.dataframe(overview, key="eval_problems", hide_index=True,
              column_config={"accuracy": st.column_config.NumberColumn(format="percent")})
 if overview.empty:
     st.stop()
-problem = st.selectbox("Problem (hardest first)", list(overview["problem_id"]), key="eval_problem")
+ids = [str(p) for p in overview["problem_id"]]
+controls.seed_from_url("eval_problem", "problem", lambda v: v if v in ids else None)
+problem = st.selectbox("Problem (hardest first)", ids, key="eval_problem")
+controls.set_url(rows=None if rows == "last of each run" else rows, eval=label, bench=bench,
+                 other=None if other == "—" else other, wrong="1" if wrong_only else None, problem=problem)
 
 
 def show_problem(records: list[dict], where, name: str) -> None:

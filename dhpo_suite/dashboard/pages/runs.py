@@ -16,6 +16,10 @@ links = st.columns(2)  # two per row: four in a row clipped the questions at 128
 for i, (question, page) in enumerate(QUESTIONS):
     links[i % 2].page_link(str(PAGE_DIR / page), label=question, query_params={"runs": ",".join(ctx.selected)})
 
+# The columns shown by default fit a 1280 px screen beside the sidebar (all 27 ran past its right edge, issue 43);
+# the others are one pick away (*More columns*).
+SHOWN = ("algorithm", "lr", "seed", "status", "steps", "final reward", "final entropy", "final length",
+         "last eval AVG", "collapse step", "collapse")
 INTEGERS = ("group_size", "steps", "last_step", "checkpoints", "evals", "seed", "collapse step", "entropy collapse",
             "length collapse")
 FINAL = 10  # final values are the mean of the last FINAL logged steps (one step is noisy)
@@ -58,6 +62,9 @@ def runs_list() -> None:
              "length collapse", "collapse", "model", "task",
              "backend", "seed", "checkpoints", "evals", "last_step", "started_at", "last_update"]
     shown = shown[[c for c in order if c in shown.columns]]
+    more = st.multiselect("More columns", [c for c in order if c in shown.columns and c not in SHOWN],
+                          key="runs_columns", placeholder="More columns: clip, mixing, ε, group size, model, task, …",
+                          label_visibility="collapsed")
     counts = [c for c in INTEGERS if c in shown.columns]  # an invalid run's blanks must not turn them into floats
     shown[counts] = shown[counts].apply(lambda col: pd.to_numeric(col, errors="coerce").round().astype("Int64"))
     st.dataframe(
@@ -65,19 +72,24 @@ def runs_list() -> None:
         column_config={"last_update": st.column_config.DatetimeColumn("last update", format="HH:mm:ss"),
                        "steps": st.column_config.NumberColumn("steps", help="committed steps"),
                        "final reward": st.column_config.NumberColumn(
-                           format="%.3f", help=f"mean of the last {FINAL} steps"),
-                       "final entropy": st.column_config.NumberColumn(format="%.3f", help="nats, last steps' mean"),
-                       "final length": st.column_config.NumberColumn(format="%.0f", help="tokens, last steps' mean"),
-                       "last eval AVG": st.column_config.NumberColumn(format="%.1f", help="% (latest checkpoint)"),
+                           "reward", format="%.3f", help=f"final reward: mean of the last {FINAL} steps"),
+                       "final entropy": st.column_config.NumberColumn(
+                           "entropy", format="%.3f", help="final entropy (nats), last steps' mean"),
+                       "final length": st.column_config.NumberColumn(
+                           "length", format="%.0f", help="final length (tokens), last steps' mean"),
+                       "last eval AVG": st.column_config.NumberColumn(
+                           "eval AVG", format="%.1f", help="last evaluation's AVG, % (latest checkpoint)"),
                        "collapse step": st.column_config.NumberColumn(
-                           format="%d", help="both entropy and length have collapsed (collapse rule, docs)"),
+                           "collapsed at", format="%d",
+                           help="collapse step: both entropy and length have collapsed (collapse rule, docs)"),
                        "entropy collapse": st.column_config.NumberColumn(format="%d", help="entropy onset"),
                        "length collapse": st.column_config.NumberColumn(format="%d", help="length onset"),
-                       "collapse": st.column_config.TextColumn(help="the verdict, as on the Entropy collapse page"),
+                       "collapse": st.column_config.TextColumn(
+                           width="medium", help="the verdict, as on the Entropy collapse page"),
                        "lr": st.column_config.NumberColumn(format="%.2e"),
                        "eps_low": st.column_config.NumberColumn(format="%.4g"),
                        "eps_high": st.column_config.NumberColumn(format="%.4g")},
-        key="runs_table",
+        column_order=[c for c in (*SHOWN, *more) if c in shown.columns], key="runs_table",
     )
     for run in ctx.selected:
         row = table.loc[run]

@@ -10,7 +10,6 @@ from plotly.colors import qualitative
 
 from dhpo_suite.dashboard import controls, sweep_stats
 from dhpo_suite.science import compare as cmp
-from dhpo_suite.science.tables import fmt_interval
 
 ctx = controls.context()
 st.title("Sweep: settings across seeds")
@@ -32,13 +31,29 @@ GROUP_PALETTE = qualitative.Dark2
 MARKERS_UP_TO = 60  # curves with at most this many points (e.g. held-out evaluations) get a marker per point
 
 
-def as_text(frame: pd.DataFrame) -> pd.DataFrame:
+def collapse_text(value: str, collapsed: str) -> str:
+    """collapse_step of a group whose runs did not all collapse: compare counts a run that never collapsed
+    at its last step, which alone would read as a collapse there."""
+    k, n = collapsed.split("/")
+    if k == "0":
+        return f"never collapsed (0/{n})"
+    return value if k == n else f"{value} ({collapsed} collapsed; the others at their last step)"
+
+
+def as_text(frame: pd.DataFrame, collapsed: dict[str, str], baseline: str | None = None) -> pd.DataFrame:
+    """Intervals with significant digits, no Python None, collapse steps said as what they are; `baseline`:
+    rows are paired differences against that group."""
     out = frame.copy()
     for m in cmp.METRIC_DOCS:
-        out[m] = out[m].map(fmt_interval)
+        out[m] = out[m].map(sweep_stats.fmt_sig)
+    if baseline is None:
+        out["collapse_step"] = [collapse_text(v, collapsed[g]) for v, g in zip(out["collapse_step"], out["label"])]
+    else:
+        out["collapse_step"] = [v if not (collapsed[g].startswith("0/") and collapsed[baseline].startswith("0/"))
+                                else "— (neither collapsed)" for v, g in zip(out["collapse_step"], out["label"])]
     if "seeds" in out:
         out["seeds"] = out["seeds"].map(lambda s: ",".join(map(str, s)))
-    return out.set_index("label")
+    return out.set_index("label").astype(object).where(lambda d: d.notna(), "—")
 
 
 def band_figure(bands: pd.DataFrame, title: str, colors: dict[str, str]) -> go.Figure:
@@ -76,21 +91,38 @@ if len(unfinished):
     st.warning(f"{len(unfinished)} runs not completed (their numbers are from the steps so far): "
                + ", ".join(unfinished["run"]))
 st.subheader("Per group (columns): mean [95 % CI] across seeds, n runs")
-st.table(as_text(sweep_stats.summary(version)).astype(str).T)  # groups as columns: fits 1280 px, HTML
+summary = sweep_stats.summary(version)
+collapsed = dict(zip(summary["label"], summary["collapsed"]))
+st.table(as_text(summary, collapsed).astype(str).T)  # groups as columns: fits 1280 px, HTML
 with st.expander("What each row measures"):
     st.markdown("\n".join(f"- **{k}**: {v}" for k, v in cmp.METRIC_DOCS.items()))
-default = next((i for i, label in enumerate(labels) if label.split(" · ")[0] == "grpo"), 0)
-baseline = st.selectbox("Paired differences against", labels, index=default, key="sweep_baseline")
+controls.seed_from_url("sweep_baseline", "baseline", lambda v: v if v in labels else None)
+if st.session_state.get("sweep_baseline") not in labels:
+    st.session_state["sweep_baseline"] = next((g for g in labels if g.split(" · ")[0] == "grpo"), labels[0])
+baseline = st.selectbox("Paired differences against", labels, key="sweep_baseline")
 diffs = sweep_stats.differences(version, baseline)
+apart = sweep_stats.one_apart(version, baseline)
+others = [g for g in labels if g != baseline and g not in apart]
+if others:
+    st.caption(f"Not paired with {baseline}: {', '.join(others)} (they differ from it in more than one setting; "
+               "a difference between them would measure several changes at once)")
 if diffs.empty:
-    st.info(f"No other group shares a seed with {baseline}.")
+    st.info(f"No other group differs from {baseline} in one setting only and shares a seed with it.")
 else:
     st.subheader(f"Paired difference vs {baseline} over shared seeds: mean [95 % CI]")
-    st.table(as_text(diffs).astype(str).T)
+    st.table(as_text(diffs, collapsed, baseline).astype(str).T)
 with st.expander("Groups: the settings that differ between the picked runs"):
     st.dataframe(settings.set_index("run"), key="sweep_groups")
 st.subheader("Curves: mean across seeds with 95 % bands, on the steps every run of a group logged")
-shown = st.multiselect("Groups", labels, default=labels, key="sweep_labels")
+# The groups drawn: all of them whenever the groups change (Compare all, a run picked), else the user's choice;
+# a widget's default applies only at its first render, so "Compare all" drew only the groups seen first.
+if st.session_state.get("_sweep_labels_of") != labels:
+    st.session_state["_sweep_labels_of"] = labels
+    wanted = [g for g in (controls.url_param("groups") or "").split("|") if g in labels]
+    st.session_state["sweep_labels"] = wanted if wanted and "_sweep_seeded" not in st.session_state else labels
+    st.session_state["_sweep_seeded"] = True
+shown = st.multiselect("Groups", labels, key="sweep_labels")
+controls.set_url(baseline=baseline, groups=None if shown == labels else "|".join(shown) or None)
 for metric, title in sweep_stats.CURVES.items():
     if metric in scalars:
         parts = [b for b in (sweep_stats.bands(version, metric, label) for label in shown) if not b.empty]
