@@ -83,6 +83,12 @@ def outlier_rows(ctx: controls.Context, run: str, step: int, branches: list[str]
     table, probs = data.outliers(path, step)
     controls.show_problems(probs)
     shown = fo.outlier_table(table, branches)
+    if st.toggle("Only tokens that carry gradient", key=f"{key}_grad",
+                 help="Advantage ≠ 0, or the clip binds: a token of a group whose responses all got the same reward "
+                      "has advantage 0, and the update does not act on it") and not shown.empty:
+        hidden = int((~fo.carries_gradient(shown)).sum())
+        shown = shown[fo.carries_gradient(shown)].reset_index(drop=True)
+        st.caption(f"{hidden} outlier tokens without gradient hidden")
     st.caption("Select a row to open the response the token comes from (the token is outlined in orange).")
     event = st.dataframe(shown, column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in
                                                ("distance", "ratio", "entropy", "w", "advantage")},

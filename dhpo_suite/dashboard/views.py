@@ -13,8 +13,10 @@ import dataclasses
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.colors import qualitative
 
 from dhpo_suite.dashboard import data, frames
+from dhpo_suite.science import groups as science_groups
 from dhpo_suite.science.collapse import Collapse, CollapseRule, detect_collapse
 from dhpo_suite.dashboard.controls import Context
 from dhpo_suite.dashboard.figures import collapse as fcollapse
@@ -23,7 +25,8 @@ from dhpo_suite.dashboard.figures import outliers as foutliers
 from dhpo_suite.dashboard.figures.evaluation import accuracy_curve
 from dhpo_suite.dashboard.figures.grid import grid
 
-__all__ = ["PANELS", "versions", "dynamics_panels", "dynamics_clip", "dynamics_csv", "collapse_view", "branches",
+__all__ = ["PANELS", "versions", "dynamics_panels", "dynamics_clip", "dynamics_csv", "group_colors", "collapse_view",
+           "branches",
            "clip_view", "heatmap_view", "binding_view"]
 
 PANELS = [  # (metric, title, band, extra lines); titles fit half of a 1280 px page
@@ -64,21 +67,40 @@ def _frames(versions: tuple, alpha: float, step_range: tuple, x_axis: str) -> tu
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # figures are only read (st.plotly_chart copies them)
 def _panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tuple, colors: tuple,
-            extra: tuple, log_y: bool, x_axis: str) -> go.Figure:
+            extra: tuple, log_y: bool, x_axis: str, groups: tuple = ()) -> go.Figure:
     raw, f = _frames(versions, alpha, step_range, x_axis)
     colors = dict(colors)
     common = dict(colors=colors, log_y=log_y, legend=False, raw=raw, smoothing=alpha, x=x_axis)
-    out = [curves.overlay(f, m, m, **common) for m in extra]
-    out += [curves.overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[:4]]
-    out.append(accuracy_curve(evals, colors=colors))
-    out += [curves.overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in PANELS[4:]]
+    panels = [(m, m, None, ()) for m in extra] + PANELS
+    if groups:  # runs averaged per group (seeds), each curve with its 95 % band; no raw curves
+        f = science_groups.seed_means(f, dict(groups), [m for m, *_ in panels])
+        common |= dict(raw=None)
+        panels = [(m, title.split(":")[0] + ": mean, 95 % band", (f"{m} lo", f"{m} hi"), ())
+                  for m, title, *_ in panels]
+    out = [curves.overlay(f, m, title, band=band, extra=list(more), **common) for m, title, band, more in panels]
+    out.insert(len(extra) + 4, accuracy_curve(evals, colors=colors))
     return grid(out)
 
 
 def dynamics_panels(ctx: Context, alpha: float, step_range: tuple, extra: tuple, log_y: bool,
-                    x_axis: str) -> go.Figure:
-    """The Dynamics panels of the selected runs as one figure of subplots (the browser's cost is per figure)."""
-    return _panels(versions(ctx), frames.evals_frame(ctx)[0], alpha, step_range, _colors(ctx), extra, log_y, x_axis)
+                    x_axis: str, groups: dict[str, str] | None = None) -> go.Figure:
+    """The Dynamics panels of the selected runs as one figure of subplots (the browser's cost is per figure);
+    `groups` ({run: group label}): each group's runs averaged, with its band (colours: group_colors)."""
+    if not groups:
+        return _panels(versions(ctx), frames.evals_frame(ctx)[0], alpha, step_range, _colors(ctx), extra, log_y,
+                       x_axis)
+    colors = tuple({**dict(_colors(ctx)), **group_colors(sorted(set(groups.values())))}.items())
+    return _panels(versions(ctx), frames.evals_frame(ctx)[0], alpha, step_range, colors, extra, log_y, x_axis,
+                   tuple(sorted(groups.items())))
+
+
+GROUP_PALETTE = qualitative.Dark2
+"""Group colours: none of them a run's colour (runs use Plotly's and D3's palettes)."""
+
+
+def group_colors(labels: list[str]) -> dict[str, str]:
+    """One colour per group label (sorted), as on the Sweep page."""
+    return {label: GROUP_PALETTE[i % len(GROUP_PALETTE)] for i, label in enumerate(sorted(labels))}
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

@@ -15,9 +15,14 @@ setting is appended the same way (`· model=...`). Pure functions, no Streamlit.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels", "setting_text", "one_apart", "one_apart_from"]
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["NOT_SETTINGS", "run_settings", "differing", "group_labels", "setting_text", "one_apart",
+           "one_apart_from", "seed_means"]
 
 NOT_SETTINGS = frozenset({
     "seed", "out", "resume", "name", "device", "threads", "grader_workers", "logger", "checkpoint_every",
@@ -96,3 +101,19 @@ def one_apart_from(baseline: str, settings: Mapping[str, Mapping[str, str]],
         return {}
     apart = {g: one_apart(of_group[baseline], s) for g, s in of_group.items() if g != baseline}
     return {g: k for g, k in sorted(apart.items()) if k is not None}
+
+
+def seed_means(frame: pd.DataFrame, labels: Mapping[str, str], columns: Sequence[str]) -> pd.DataFrame:
+    """Runs averaged per group: one row per (group, step) with `run` = the group label, each column's mean
+    over the group's runs that logged it at that step, its 95 % t-interval (`<column> lo`, `<column> hi`; NaN
+    with one run) and `<column> n`; `x` (when present) averaged the same way. `frame`: long, one row per
+    (run, step); runs missing from `labels` are left out."""
+    cols = [c for c in columns if c in frame.columns and c not in ("run", "step", "x")]
+    f = frame.assign(run=frame["run"].map(labels)).dropna(subset=["run"])
+    g = f.groupby(["run", "step"], sort=True)
+    keep = cols + (["x"] if "x" in f.columns else [])
+    mean, sd, n = g[keep].mean(), g[cols].std(ddof=1), g[cols].count()
+    half = sd * stats.t.ppf(0.975, (n - 1).where(n > 1)) / np.sqrt(n)
+    out = pd.concat([mean, (mean[cols] - half).add_suffix(" lo"), (mean[cols] + half).add_suffix(" hi"),
+                     n.add_suffix(" n")], axis=1)
+    return out.reset_index()

@@ -67,11 +67,12 @@ def _distributions(step: int, collapse_at: int | None, branches: tuple[str, ...]
 
 
 def _outliers(step: int, branches: tuple[str, ...]) -> list[dict]:
-    """Three per branch, from responses k = 0, 1, 2 (recorded beside the samples), at positions 3 + k."""
+    """Three per branch, from responses k = 0, 1, 2 (recorded beside the samples), at positions 3 + k; k = 1
+    has advantage 0 and does not bind (it carries no gradient)."""
     return [dict(branch=b, side="high", distance=0.5 - 0.1 * k, log_ratio=np.log(1.28) + 0.5 - 0.1 * k,
                  binding=k % 2 == 0, response_id=k, position=3 + k, epoch=0, token_id=100 + k,
                  token_text=f"tok{step}_{b}_{k}", context_left="left ", context_right=" right", entropy=0.5,
-                 w=0.5 if b == "mixed" else None, advantage=1.0)
+                 w=0.5 if b == "mixed" else None, advantage=0.0 if k == 1 else 1.0)  # k = 1: no gradient
             for b in branches for k in range(3)]
 
 

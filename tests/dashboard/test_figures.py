@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from tests.dashboard import fixture_runs
 
 from dhpo_suite.science.collapse import detect_collapse, verdict
 from dhpo_suite.dashboard.figures import collapse as fc
@@ -335,7 +336,8 @@ def test_x_axes_tokens_seen_and_wall_time_and_the_csv_of_a_chart():
 
 def test_wrong_samples_and_two_evaluations_compared_problem_by_problem():
     def rec(p, s, ok):
-        return dict(problem_id=f"b-{p}", sample=s, extracted=str(p if ok else -p), gold=[str(p)], correct=ok,
+        return dict(problem_id=f"b-{p}", sample=s, prompt=fixture_runs.chatml(f"What is {p} + 0?"),
+                    extracted=str(p if ok else -p), gold=[str(p)], correct=ok,
                     status="ok", reason="match" if ok else "mismatch", n_tokens=10, finish_reason="stop")
 
     a = [rec(p, s, s < p) for p in (1, 2, 10) for s in range(4)]  # b-1: 1/4, b-2: 2/4, b-10: 4/4
@@ -344,6 +346,7 @@ def test_wrong_samples_and_two_evaluations_compared_problem_by_problem():
     assert list(zip(wrong["problem_id"], wrong["sample"])) == [("b-1", 1), ("b-1", 2), ("b-1", 3), ("b-2", 2),
                                                                ("b-2", 3)]
     assert wrong["gold"].tolist()[0] == "1" and fe.wrong_samples(b).empty
+    assert wrong["problem"].tolist()[0] == "What is 1 + 0?"  # the problem as asked, not only its id (issue 43)
     diff = fe.compare_problems(a, b, ("ckpt 10", "ckpt 20"))
     assert diff["problem_id"].tolist() == ["b-1", "b-2", "b-10"]  # largest change first
     assert diff["change"].tolist() == [0.75, 0.5, 0.0] and list(diff.columns)[1:3] == ["accuracy ckpt 10",
@@ -394,3 +397,17 @@ def test_an_empty_panel_beside_full_ones_leaves_their_x_range_alone():
               fcur.empty_figure("Accuracy vs step", "no data: no checkpoint evaluations")])
     assert all(a.xref == "paper" for a in g.layout.annotations)
     assert {t.xaxis for t in g.data} == {"x"}
+
+
+def test_intervals_keep_significant_digits_and_runs_keep_their_colour_when_one_is_added():
+    from dhpo_suite.dashboard.sweep_stats import fmt_sig
+    from dhpo_suite.science.compare import Interval
+
+    # a KL of order 1e-4 read "0.000 [-0.000, 0.000]" with 3 fixed decimals (issue 43)
+    assert fmt_sig(Interval(1.2e-4, -3e-5, 2.7e-4, 3)) == "0.000120 [-0.000030, 0.000270]"
+    assert fmt_sig(Interval(182.4, 171.2, 193.0, 3)) == "182 [171, 193]"
+    assert fmt_sig(Interval(float("nan"), float("nan"), float("nan"), 0)) == "—"
+    runs = [f"sweep/grpo-s{s}" for s in range(12)]
+    before = fcur.run_colors(runs)
+    after = fcur.run_colors([*runs, "sweep/a-new-s0"])  # claims last: started last
+    assert {r: after[r] for r in runs} == before and len(set(before.values())) == len(runs)

@@ -84,8 +84,8 @@ def check_dynamics(at, root):
 
 def check_collapse(at, root):
     verdicts = at.dataframe[0].value
-    assert verdicts.loc["dhpo-e", "collapse step"] == 18
-    assert pd.isna(verdicts.loc["grpo", "collapse step"]) and pd.isna(verdicts.loc["live", "collapse step"])
+    assert verdicts.loc["dhpo-e", "collapse step"] == "18"
+    assert verdicts.loc["grpo", "collapse step"] == "—" and verdicts.loc["live", "collapse step"] == "—"  # no None
     why = figure(at, "Collapse: when and why")
     assert {s["x0"] for s in why["layout"]["shapes"]} == {18}  # the detected step, marked across the rows
     by_metric = {(t["name"], t["meta"]): t for t in why["data"]}
@@ -139,6 +139,12 @@ def check_outliers(at, root):
     table = at.dataframe[1].value
     assert ("left ⟦tok29_token_0⟧ right" in set(table["context"])
             and set(table["branch"]) == {"token", "sequence", "mixed"})
+    # Issue 43: the outliers without gradient (advantage 0, not binding: response 1 of each branch) hide.
+    assert "left ⟦tok29_token_1⟧ right" in set(table["context"])
+    at.toggle(key="outliers_grad").set_value(True).run()
+    kept = at.dataframe[1].value
+    assert len(kept) == len(table) - 3 and "left ⟦tok29_token_1⟧ right" not in set(kept["context"])
+    assert (kept["advantage"] != 0).all() and "3 outlier tokens without gradient hidden" in texts(at)
     at.radio(key="outliers_branch").set_value("sequence").run()
     at.radio(key="outliers_sign").set_value("A<0").run()
     no_errors(at)
@@ -190,6 +196,8 @@ def check_evaluation(at, root):
     wrong = at.dataframe[1].value  # table 1, the wrong samples, problems, samples
     assert len(wrong) == 6 and (wrong["extracted"].astype(int) == wrong["problem_id"].str[-1].astype(int) + 1).all()
     assert "6 of 12 samples graded wrong" in texts(at)
+    assert set(wrong["problem"]) == {f"Problem {p} of aime24?" for p in range(3)}  # the text, not only ids
+    assert at.query_params["wrong"] == "1" and at.query_params["eval"] == "evals/base-model"
     assert [e.label for e in at.expander if e.label.startswith("sample")] == ["sample 1 · ✗ · extracted '1'",
                                                                            "sample 3 · ✗ · extracted '1'"]
     # Side by side: the same problem's samples of two checkpoints.
@@ -346,6 +354,25 @@ def test_sidebar_filters_pick_the_runs_of_a_setting(tmp_path, monkeypatch):
     at.button(key="filter_pick").click().run()
     no_errors(at)
     assert at.sidebar.multiselect[0].value == [f"lr-large/grpo-s{s}" for s in range(3)]
+
+
+def test_dynamics_averages_the_seeds_of_each_group(tmp_path, monkeypatch):
+    """Issue 43: grouping by setting (mean ± 95 % interval across seeds) on Dynamics, not only on Sweep."""
+    write_lr_sweep(tmp_path)
+    at = open_page(monkeypatch, tmp_path, "dynamics.py")
+    assert at.sidebar.multiselect[0].value == [f"lr-large/dhpo-e-s{s}" for s in range(3)] + ["lr-large/grpo-s0"]
+    at.slider(key="dynamics_smooth").set_value(0.0).run()
+    at.toggle(key="dynamics_group").set_value(True).run()
+    no_errors(at)
+    ent = figure(at, "Token entropy")
+    assert ent["title"] == "Token entropy: mean, 95 % band" and at.query_params["group"] == "1"
+    mean = trace(ent, "dhpo-e")  # entropy 0.8·0.96^step + 0.01·seed (fixture_runs.write_lr_sweep), seeds 0-2
+    assert list(mean["y"]) == pytest.approx([0.8 * 0.96 ** s + 0.01 for s in range(1, 41)])
+    hi = trace(ent, "dhpo-e entropy/mean hi")  # sd 0.01, n 3: half-width t(0.975, 2)·0.01/√3
+    assert list(hi["y"]) == pytest.approx([0.8 * 0.96 ** s + 0.01 + 4.302653 * 0.01 / 3 ** 0.5
+                                           for s in range(1, 41)], abs=1e-6)
+    assert {t["name"] for t in ent["data"]} >= {"dhpo-e", "grpo"} and "lr-large/grpo-s0" not in {
+        t["name"] for t in ent["data"]}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.file for p in PAGES])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from dhpo_suite.science.groups import differing, group_labels, run_settings
+from dhpo_suite.science.groups import differing, group_labels, one_apart, one_apart_from, run_settings, seed_means
 from dhpo_suite.train.embedded.config import TrainConfig
 
 
@@ -71,3 +71,35 @@ def test_every_setting_that_differs_is_named_model_task_and_steps_too():
     got = labels(runs)
     assert got["a"] == "grpo · model=tiny · steps=30 · task=arithmetic"
     assert len(set(got.values())) == 4
+
+
+def test_paired_differences_pair_only_groups_one_setting_apart():
+    """Issue 43: the Sweep page paired groups that differ in lr, task and model at once. DHPO's own settings
+    (clip mode, mixing) belong to its algorithm: DHPO-E against GRPO at the same lr is one setting apart."""
+    grpo, dhpo = run_settings(manifest("grpo")), run_settings(manifest("dhpo-e"))
+    assert one_apart(grpo, dhpo) == "algorithm"
+    assert one_apart(grpo, run_settings(manifest("grpo", lr=2e-3))) == "lr"
+    assert one_apart(grpo, run_settings(manifest("dhpo-e", lr=2e-3))) is None  # two changes at once
+    assert one_apart(grpo, run_settings(manifest("grpo", seed=3))) is None  # the same group
+    settings = {"g": grpo, "d": dhpo, "gl": run_settings(manifest("grpo", lr=2e-3)),
+                "dl": run_settings(manifest("dhpo-e", lr=2e-3))}
+    names = {"g": "grpo", "d": "dhpo-e", "gl": "grpo · lr=0.002", "dl": "dhpo-e · lr=0.002"}
+    assert one_apart_from("grpo", settings, names) == {"dhpo-e": "algorithm", "grpo · lr=0.002": "lr"}
+    assert one_apart_from("nobody", settings, names) == {}
+
+
+def test_seed_means_average_a_groups_runs_with_a_t_interval():
+    """Dynamics' "Mean across seeds" (issue 43): per group and step, the mean over its runs and its 95 %
+    t-interval, mean ± t(0.975, n−1)·sd/√n; a step only one run logged has no interval."""
+    import pandas as pd
+    import pytest
+
+    frame = pd.DataFrame({"run": ["a0", "a1", "a2", "b0", "a0"], "step": [1, 1, 1, 1, 2],
+                          "m": [1.0, 2.0, 3.0, 5.0, 4.0]})
+    out = seed_means(frame, {"a0": "A", "a1": "A", "a2": "A", "b0": "B"}, ["m"]).set_index(["run", "step"])
+    # by hand: mean 2, sd 1, n 3, t(0.975, 2) = 4.302653
+    assert out.loc[("A", 1), "m"] == 2.0 and out.loc[("A", 1), "m n"] == 3
+    assert out.loc[("A", 1), "m hi"] == pytest.approx(2.0 + 4.302653 / 3 ** 0.5, abs=1e-5)
+    assert out.loc[("A", 1), "m lo"] == pytest.approx(2.0 - 4.302653 / 3 ** 0.5, abs=1e-5)
+    assert out.loc[("B", 1), "m"] == 5.0 and pd.isna(out.loc[("B", 1), "m lo"])
+    assert out.loc[("A", 2), "m"] == 4.0 and out.loc[("A", 2), "m n"] == 1

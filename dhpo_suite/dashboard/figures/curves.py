@@ -321,8 +321,9 @@ def clip_fractions(frame: pd.DataFrame, branches: Sequence[str], colors: dict[st
 
 
 def _alpha(color: str, a: float) -> str:
-    """'#rrggbb' → 'rgba(r,g,b,a)'."""
+    """'#rrggbb' or 'rgb(r,g,b)' (the group palette's) → 'rgba(r,g,b,a)'."""
+    if color.startswith("rgb("):
+        return f"rgba({color[4:-1]},{a})"
     h = color.lstrip("#")
     r, g, b = (int(h[i : i + 2], 16) for i in (0, 2, 4))
     return f"rgba({r},{g},{b},{a})"
-

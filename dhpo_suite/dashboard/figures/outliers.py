@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 
 from dhpo_suite.dashboard.figures.curves import empty_figure
 
-__all__ = ["heatmap_frame", "log_ratio_heatmap", "outlier_table", "binding_summary", "SUMMARY_COLUMNS"]
+__all__ = ["carries_gradient", "heatmap_frame", "log_ratio_heatmap", "outlier_table", "binding_summary",
+           "SUMMARY_COLUMNS"]
 
 
 def heatmap_frame(hists: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -72,6 +73,12 @@ def outlier_table(outliers: pd.DataFrame, branches: Sequence[str] | None = None,
                  + df["context_right"].fillna("")),
     )
     return out[cols].reset_index(drop=True)
+
+
+def carries_gradient(table: pd.DataFrame) -> pd.Series:
+    """Rows of an outlier table whose token the update acts on: a non-zero advantage (a token of a group whose
+    responses all got the same reward has advantage 0 and no gradient), or a binding clip."""
+    return (table["advantage"].fillna(0) != 0) | table["binding"].fillna(False).astype(bool)
 
 
 SUMMARY_COLUMNS = ("branch", "log_ratio", "binding", "token_text", "advantage")

@@ -31,10 +31,14 @@ def detector() -> None:
     frame, problems = frames.scalars_frame(ctx)
     controls.show_problems(problems)
     verdicts, why = views.collapse_view(ctx, rule)
-    st.dataframe(pd.DataFrame({r: {"verdict": verdict(v), "collapse step": v.step, "entropy collapse": v.entropy.step,
-                                   "entropy plateau": v.entropy.plateau, "length collapse": v.length.step,
-                                   "length plateau": v.length.plateau} for r, v in verdicts.items()}).T
-                 .astype(object).where(lambda d: d.notna(), "—"),  # "—", not Python's None, where none collapsed
+    def text(value, fmt: str = "d") -> str:  # "—", not Python's None, where a series did not collapse
+        return "—" if value is None or value != value else format(value, fmt)
+
+    st.dataframe(pd.DataFrame({r: {"verdict": verdict(v), "collapse step": text(v.step),
+                                   "entropy collapse": text(v.entropy.step),
+                                   "entropy plateau": text(v.entropy.plateau, ".4g"),
+                                   "length collapse": text(v.length.step),
+                                   "length plateau": text(v.length.plateau, ".4g")} for r, v in verdicts.items()}).T,
                  key="collapse_table")
     event = st.plotly_chart(why, key="collapse_why", theme=None, on_select="rerun", selection_mode="points")
     points = event.selection.points if event is not None else []
@@ -45,6 +49,7 @@ def detector() -> None:
         if hit is not None and hit[0] in ctx.selected:
             st.session_state["collapse_run"], st.session_state["collapse_step_box"] = hit
             st.session_state["collapse_step_open"] = True
+            st.session_state["_collapse_scroll"] = True  # the view opens below the fold: bring it on screen
             st.rerun(scope="app")  # the step view lies outside this live fragment
 
 
@@ -59,13 +64,35 @@ def step_view() -> None:
     # Drawn only when opened (a lazy expander), as a click on the chart does: the outlier table and the coloured
     # responses below the fold were a quarter to a third of the page's browser CPU (benchmarks/RESULTS.md,
     # issue 30, session 14).
-    box = st.expander("The tokens and responses of a step (click a point of the entropy or length row to open it "
-                      "at that step)", key="collapse_step_open", on_change="rerun")
+    box = st.expander(f"{STEP_VIEW} (click a point of the entropy or length row to open it at that step)",
+                      key="collapse_step_open", on_change="rerun")
     if not box.open:
         controls.set_url(step=None, run=None)
         return
     with box:
         step_body()
+        if st.session_state.pop("_collapse_scroll", False):
+            scroll_into_view(STEP_VIEW)
+
+
+STEP_VIEW = "The tokens and responses of a step"
+SCROLL = """<script>  // the page's expander whose summary starts with the text, scrolled to the top of the screen
+const want = %s, t0 = Date.now();
+(function go() {
+  const hit = [...window.parent.document.querySelectorAll('summary')].find(s => s.innerText.startsWith(want));
+  if (hit) hit.scrollIntoView({block: 'start'}); else if (Date.now() - t0 < 5000) setTimeout(go, 100);
+})();
+</script>"""
+
+
+def scroll_into_view(text: str) -> None:
+    """Scroll the page to the expander whose label starts with `text` (a clicked step's view opened below the
+    fold, issue 43): a zero-height component whose script reaches its parent page (same origin)."""
+    import json
+
+    import streamlit.components.v1 as components
+
+    components.html(SCROLL % json.dumps(text), height=0)
 
 
 def step_body() -> None:

@@ -6,7 +6,7 @@ from functools import partial
 
 import streamlit as st
 
-from dhpo_suite.dashboard import controls, frames, views
+from dhpo_suite.dashboard import controls, frames, sweep_stats, views
 from dhpo_suite.dashboard.figures import curves as fig
 from dhpo_suite.runs.metrics import METRICS
 
@@ -39,6 +39,15 @@ x_axis = c2.radio("x axis", axes, key="dynamics_x", horizontal=True,
                   help="tokens seen: running sum of tokens/count; wall time: minutes since the run's first step")
 log_y = c3.toggle("Log scale (y)", key="dynamics_log", help="Every chart; each chart also has its own "
                   "linear/log switch (top right). Values ≤ 0 lose their points")
+controls.seed_from_url("dynamics_group", "group", lambda v: v == "1")
+grouped = c4.toggle("Mean across seeds", key="dynamics_group", disabled=len(ctx.selected) < 2,
+                    help="Runs that differ only in their seed as one curve each: the mean with its 95 % band, "
+                         "groups as on the Sweep page (every setting that differs)")
+controls.set_url(group="1" if grouped else None)
+groups = None
+if grouped and len(ctx.selected) > 1:
+    metrics = sweep_stats.sweep(sweep_stats.selection_version(ctx.table, ctx.selected))[0]
+    groups = dict(zip(metrics["run"], metrics["label"]))
 controls.set_url(range=None if step_range == controls.FULL_RANGE else
                  f"{step_range[0]}-{min(step_range[1], max_step)}",
                  smooth=None if alpha == controls.SMOOTHING else f"{alpha:g}", metrics=extra or None,
@@ -49,9 +58,15 @@ controls.set_url(range=None if step_range == controls.FULL_RANGE else
 def charts() -> None:
     raw, problems = frames.scalars_frame(ctx)
     controls.show_problems(problems)
-    lines = views.dynamics_panels(ctx, alpha, step_range, tuple(extra), log_y, x_axis)
-    note = f'<span style="font-size:0.8rem;color:#555">faint: raw · solid: EMA {alpha:g}</span>' if alpha > 0 else ""
-    st.markdown(fig.legend_html(ctx.colors, ctx.selected).replace("</div>", note + "</div>"), unsafe_allow_html=True)
+    lines = views.dynamics_panels(ctx, alpha, step_range, tuple(extra), log_y, x_axis, groups)
+    if groups:
+        labels = sorted(set(groups.values()))
+        note = '<span style="font-size:0.8rem;color:#555">mean across seeds, 95 % band</span>'
+        legend = fig.legend_html(views.group_colors(labels), labels)
+    else:
+        note = f'<span style="font-size:0.8rem;color:#555">faint: raw · solid: EMA {alpha:g}</span>' if alpha else ""
+        legend = fig.legend_html(ctx.colors, ctx.selected)
+    st.markdown(legend.replace("</div>", note + "</div>"), unsafe_allow_html=True)
     st.plotly_chart(lines, key="dynamics_panels", theme=None)
     # Drawn only when opened (a lazy expander: Streamlit runs its body only then): its 6 subplots below the fold
     # were a third of a warm visit's browser CPU (benchmarks/RESULTS.md, issue 30, session 11).

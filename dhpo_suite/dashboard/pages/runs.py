@@ -19,7 +19,7 @@ for i, (question, page) in enumerate(QUESTIONS):
 # The columns shown by default fit a 1280 px screen beside the sidebar (all 27 ran past its right edge, issue 43);
 # the others are one pick away (*More columns*).
 SHOWN = ("algorithm", "lr", "seed", "status", "steps", "final reward", "final entropy", "final length",
-         "last eval AVG", "collapse step", "collapse")
+         "last eval AVG", "collapse")  # the verdict names the collapse step
 INTEGERS = ("group_size", "steps", "last_step", "checkpoints", "evals", "seed", "collapse step", "entropy collapse",
             "length collapse")
 FINAL = 10  # final values are the mean of the last FINAL logged steps (one step is noisy)

@@ -6,9 +6,8 @@ common step grid (n per point in the hover)."""
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.colors import qualitative
 
-from dhpo_suite.dashboard import controls, sweep_stats
+from dhpo_suite.dashboard import controls, sweep_stats, views
 from dhpo_suite.science import compare as cmp
 
 ctx = controls.context()
@@ -26,8 +25,6 @@ if len(ctx.selected) < len(valid):
 if not ctx.selected:
     st.stop()
 
-# One palette for groups, none of whose colours is a run's colour (runs use Plotly's and D3's palettes).
-GROUP_PALETTE = qualitative.Dark2
 MARKERS_UP_TO = 60  # curves with at most this many points (e.g. held-out evaluations) get a marker per point
 
 
@@ -84,7 +81,7 @@ if metrics.empty:
     st.info("No picked run has committed steps yet.")
     st.stop()
 labels = sorted(metrics["label"].unique())
-colors = {label: GROUP_PALETTE[i % len(GROUP_PALETTE)] for i, label in enumerate(labels)}
+colors = views.group_colors(labels)  # the Dynamics page's "Mean across seeds" colours too
 st.markdown(f"**{len(metrics)} runs** in **{len(labels)} groups**.")
 unfinished = metrics[metrics["status"] != "completed"]
 if len(unfinished):
