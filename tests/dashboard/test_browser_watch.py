@@ -14,7 +14,7 @@ import time
 
 import pytest
 from tests.dashboard.fixture_runs import write_lr_sweep, write_run
-from tests.dashboard.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, FIND, IDLE, dashboard,
+from tests.dashboard.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, FIND, IDLE, POINT, dashboard,
                                           require_chromium, settle, wait_usable)
 from tests.dashboard.test_browser_compare import CURVE_N, TABLE
 
@@ -171,5 +171,54 @@ def test_sweep_compare_all_pairs_one_setting_apart_and_runs_table_fits(tmp_path)
             settle(page)
             page.get_by_text("Paired difference vs dhpo-e · lr=0.0001", exact=False).wait_for(timeout=60_000)
             page.screenshot(path=str(ARTIFACTS / "sweep-compare-all.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_step_view_scrolls_into_view_and_views_keep_their_state(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    require_chromium()
+    root = tmp_path / "runs"
+    write_run(root / "dhpo-e", steps=20, collapse_at=12, eval_every=5)
+    write_run(root / "grpo", steps=20, algo="grpo", seed=1, eval_every=0)
+    with dashboard(root) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            # A clicked point's step view opens below the chart and is brought on screen.
+            page = open_page(browser, url, "/collapse")
+            wait_usable(page)
+            x, y = page.evaluate(POINT, ["Collapse: when and why", "dhpo-e", "entropy/mean", 15])
+            page.mouse.click(x, y)
+            page.wait_for_function("() => location.search.includes('step=15')", timeout=60_000)
+            settle(page)
+            summary = page.locator("summary").filter(has_text="The tokens and responses of a step")
+            page.wait_for_function("(s) => { const r = [...document.querySelectorAll('summary')].find(e => "
+                                   "e.innerText.startsWith(s)).getBoundingClientRect();"
+                                   " return r.top >= 0 && r.bottom <= innerHeight; }",
+                                   arg="The tokens and responses of a step", timeout=30_000)
+            assert summary.count() == 1
+
+            # Outliers without gradient can be hidden (fixture: response 1 of each branch has advantage 0).
+            page = open_page(browser, url, "/outliers?run=dhpo-e")
+            wait_usable(page)
+            page.get_by_text("Only tokens that carry gradient").click()
+            page.get_by_text("3 outlier tokens without gradient hidden").wait_for(timeout=60_000)
+
+            # Dynamics: the runs' seeds averaged per group, on request and in the URL.
+            page = open_page(browser, url, "/dynamics")
+            wait_usable(page)
+            page.get_by_text("Mean across seeds").click()
+            page.wait_for_function("() => location.search.includes('group=1')", timeout=60_000)
+            page.wait_for_function(f"() => ({FIND})('Token entropy: mean, 95 % band')[0] !== null", timeout=60_000)
+            assert "dhpo-e" in page.locator(".run-legend").inner_text()
+
+            # Evaluation: the view in the URL; a reload opens the same wrong-samples list.
+            page = open_page(browser, url, "/evaluation")
+            page.get_by_text("Wrong samples only").click()
+            page.wait_for_function("() => location.search.includes('wrong=1')", timeout=60_000)
+            page.reload()
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.get_by_text("samples graded wrong", exact=False).wait_for(timeout=60_000)
         finally:
             browser.close()
