@@ -112,8 +112,7 @@ FIND = """(title) => {  // [figure, x axis, y axis]: the figure titled so (axes 
         if (((gd.layout.title || {}).text || '').startsWith(title)) return [gd, null, null];
         const n = Object.keys(gd.layout).filter(k => /^yaxis\\d*$/.test(k)).length;  // one y axis per panel
         const i = (gd.layout.annotations || []).slice(0, n).findIndex(a => (a.text || '').startsWith(title));
-        const y = i ? `y${i + 1}` : 'y';
-        if (i >= 0) return [gd, gd.layout[y.replace('y', 'yaxis')].anchor, y];
+        if (i >= 0) return [gd, gd.layout[i ? `yaxis${i + 1}` : 'yaxis'].anchor, i ? `y${i + 1}` : 'y'];
     }
     return [null, null, null];
 }"""

@@ -10,9 +10,9 @@ from tests.dashboard.fixture_runs import write_lr_sweep, write_run
 from tests.dashboard.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, IDLE, dashboard, docs_screenshot,
                                           require_chromium, settle)
 
+from dhpo_suite.dashboard.sweep_stats import fmt_sig
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
 from dhpo_suite.science import compare as cmp
-from dhpo_suite.science.tables import fmt_interval
 
 pytestmark = pytest.mark.slow
 SCREEN = {"width": 1280, "height": 800}
@@ -72,8 +72,11 @@ def test_runs_appear_without_reload_and_the_sweep_page_never_mixes_lrs(tmp_path)
                 for algo in ("grpo", "dhpo-e"):
                     row = shown[f"{algo} · lr={lr}"]
                     assert row["n"] == "3"
-                    for metric in cmp.METRIC_DOCS:
-                        assert row[metric] == fmt_interval(alone.loc[algo, metric]), (algo, lr, metric)
+                    for metric in cmp.METRIC_DOCS:  # compare's numbers, in significant digits (issue 43)
+                        want = fmt_sig(alone.loc[algo, metric])
+                        if metric == "collapse_step" and alone.loc[algo, "collapsed"].startswith("0/"):
+                            want = f"never collapsed ({alone.loc[algo, 'collapsed']})"
+                        assert row[metric] == want, (algo, lr, metric)
             page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000)
             n = page.evaluate(CURVE_N, "Held-out reward across seeds")
             assert sorted(n) == sorted(shown) and all(set(v) == {3} for v in n.values())  # n per point

@@ -398,16 +398,3 @@ def test_an_empty_panel_beside_full_ones_leaves_their_x_range_alone():
     assert all(a.xref == "paper" for a in g.layout.annotations)
     assert {t.xaxis for t in g.data} == {"x"}
 
-
-def test_intervals_keep_significant_digits_and_runs_keep_their_colour_when_one_is_added():
-    from dhpo_suite.dashboard.sweep_stats import fmt_sig
-    from dhpo_suite.science.compare import Interval
-
-    # a KL of order 1e-4 read "0.000 [-0.000, 0.000]" with 3 fixed decimals (issue 43)
-    assert fmt_sig(Interval(1.2e-4, -3e-5, 2.7e-4, 3)) == "0.000120 [-0.000030, 0.000270]"
-    assert fmt_sig(Interval(182.4, 171.2, 193.0, 3)) == "182 [171, 193]"
-    assert fmt_sig(Interval(float("nan"), float("nan"), float("nan"), 0)) == "—"
-    runs = [f"sweep/grpo-s{s}" for s in range(12)]
-    before = fcur.run_colors(runs)
-    after = fcur.run_colors([*runs, "sweep/a-new-s0"])  # claims last: started last
-    assert {r: after[r] for r in runs} == before and len(set(before.values())) == len(runs)

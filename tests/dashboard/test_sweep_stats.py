@@ -136,3 +136,18 @@ def test_a_step_not_logged_by_every_run_of_a_group_is_off_its_grid():
     frame = pd.DataFrame({"run": ["a"] * 4 + ["b"] * 3, "step": [1, 2, 3, 4, 1, 2, 3],
                           "m": [1.0, 2.0, 3.0, 4.0, 1.0, np.nan, 3.0]})
     assert sweep_stats.common_grid(frame, "m").tolist() == [1, 3]
+
+
+def test_intervals_keep_significant_digits_and_runs_keep_their_colour_when_one_is_added():
+    from dhpo_suite.dashboard.figures.curves import run_colors
+    from dhpo_suite.dashboard.sweep_stats import fmt_sig
+    from dhpo_suite.science.compare import Interval
+
+    # a KL of order 1e-4 read "0.000 [-0.000, 0.000]" with 3 fixed decimals (issue 43)
+    assert fmt_sig(Interval(1.2e-4, -3e-5, 2.7e-4, 3)) == "0.000120 [-0.000030, 0.000270]"
+    assert fmt_sig(Interval(182.4, 171.2, 193.0, 3)) == "182 [171, 193]"
+    assert fmt_sig(Interval(float("nan"), float("nan"), float("nan"), 0)) == "—"
+    runs = [f"sweep/grpo-s{s}" for s in range(12)]
+    before = run_colors(runs)
+    after = run_colors([*runs, "sweep/a-new-s0"])  # claims last: started last
+    assert {r: after[r] for r in runs} == before and len(set(before.values())) == len(runs)

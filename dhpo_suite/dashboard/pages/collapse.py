@@ -76,11 +76,14 @@ def step_view() -> None:
 
 
 STEP_VIEW = "The tokens and responses of a step"
-SCROLL = """<script>  // the page's expander whose summary starts with the text, scrolled to the top of the screen
+SCROLL = """<script>  // the page's expander whose summary holds the text, scrolled to the top of the screen, again
+// for 2 s after it first appears (the charts above it may still be laying out)
 const want = %s, t0 = Date.now();
+let seen = 0;
 (function go() {
-  const hit = [...window.parent.document.querySelectorAll('summary')].find(s => s.innerText.startsWith(want));
-  if (hit) hit.scrollIntoView({block: 'start'}); else if (Date.now() - t0 < 5000) setTimeout(go, 100);
+  const hit = [...window.parent.document.querySelectorAll('summary')].find(s => s.innerText.includes(want));
+  if (hit) { hit.scrollIntoView({block: 'start'}); seen = seen || Date.now(); }
+  if (Date.now() - t0 < 8000 && (!seen || Date.now() - seen < 2000)) setTimeout(go, 200);
 })();
 </script>"""
 
