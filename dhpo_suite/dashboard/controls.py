@@ -16,9 +16,8 @@ from dhpo_suite.dashboard import data
 from dhpo_suite.dashboard.registry import RUNS_DIR_ENV
 
 __all__ = ["Context", "context", "seed_from_url", "parse_range", "parse_float", "step_controls", "step_picker",
-           "show_problems", "is_stale", "chips_css",
-           "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S", "SMOOTHING",
-           "FULL_RANGE", "CONTEXT_KEY"]
+           "show_problems", "is_stale", "chips_css", "url_param", "set_url", "RUNS_DIR_ENV", "STALE_AFTER_S",
+           "SMOOTHING", "FULL_RANGE", "CONTEXT_KEY"]
 
 REFRESH_S = 5.0
 STALE_AFTER_S = 600.0
