@@ -3,8 +3,11 @@ groups without signal on one shared step axis with the collapse step marked; a c
 step's outlier tokens and responses (a section drawn only when open, where a step can also be typed), or the
 run's entropy percentiles."""
 
+import json
+
 import pandas as pd
 import streamlit as st
+import streamlit.components.v1 as components
 
 from dhpo_suite.dashboard import controls, data, frames, viewer, views
 from dhpo_suite.science.collapse import CollapseRule, verdict
@@ -91,10 +94,6 @@ let seen = 0;
 def scroll_into_view(text: str) -> None:
     """Scroll the page to the expander whose label starts with `text` (a clicked step's view opened below the
     fold, issue 43): a zero-height component whose script reaches its parent page (same origin)."""
-    import json
-
-    import streamlit.components.v1 as components
-
     components.html(SCROLL % json.dumps(text), height=0)
 
 
