@@ -52,7 +52,7 @@ def detector() -> None:
         if hit is not None and hit[0] in ctx.selected:
             st.session_state["collapse_run"], st.session_state["collapse_step_box"] = hit
             st.session_state["collapse_step_open"] = True
-            st.session_state["_collapse_scroll"] = True  # the view opens below the fold: bring it on screen
+            st.session_state["_collapse_scroll"] = hit  # the view opens below the fold: bring it on screen
             st.rerun(scope="app")  # the step view lies outside this live fragment
 
 
@@ -74,8 +74,6 @@ def step_view() -> None:
         return
     with box:
         step_body()
-        if st.session_state.pop("_collapse_scroll", False):
-            scroll_into_view(STEP_VIEW)
 
 
 STEP_VIEW = "The tokens and responses of a step"
@@ -91,10 +89,11 @@ let seen = 0;
 </script>"""
 
 
-def scroll_into_view(text: str) -> None:
+def scroll_into_view(text: str, click: str) -> None:
     """Scroll the page to the expander whose label starts with `text` (a clicked step's view opened below the
-    fold, issue 43): a zero-height component whose script reaches its parent page (same origin)."""
-    components.html(SCROLL % json.dumps(text), height=0)
+    fold, issue 43) after `click` ("run@step"): a zero-height component whose script reaches its parent page (same
+    origin)."""
+    components.html(SCROLL % json.dumps(text) + f"<!-- {click} -->", height=0)  # a new click: a new script run
 
 
 def step_body() -> None:
@@ -104,6 +103,10 @@ def step_body() -> None:
     if not steps:
         return
     step = controls.step_picker(steps, "collapse_step")
+    if st.session_state.get("_collapse_scroll") == (run, step):  # opened by a click on the chart
+        # Drawn on every rerun while the clicked step is on view: unchanged, the component keeps its frame and
+        # its script runs once; popped after one run, a rerun right after the click removed it before it ran.
+        scroll_into_view(STEP_VIEW, f"{run}@{step}")
     controls.set_url(run=run)
     branches = [b for b in ("token", "sequence", "mixed") if f"ratio/{b}/mean" in frame.columns]
     # A choice, not tabs: tabs draw every panel (hidden ones too); this draws only the one on view.
