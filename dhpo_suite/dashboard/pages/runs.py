@@ -65,6 +65,8 @@ def runs_list() -> None:
     more = st.multiselect("More columns", [c for c in order if c in shown.columns and c not in SHOWN],
                           key="runs_columns", placeholder="More columns: clip, mixing, ε, group size, model, task, …",
                           label_visibility="collapsed")
+    text = [c for c in shown.columns if shown[c].dtype == object]  # Streamlit draws a missing value as "None"
+    shown[text] = shown[text].where(shown[text].notna(), "—")  # numbers stay numbers, to sort (missing: "None")
     counts = [c for c in INTEGERS if c in shown.columns]  # an invalid run's blanks must not turn them into floats
     shown[counts] = shown[counts].apply(lambda col: pd.to_numeric(col, errors="coerce").round().astype("Int64"))
     st.dataframe(
