@@ -142,6 +142,14 @@ def _binary(path: Path) -> Path:
     return path
 
 
+def _evil_template(path: Path) -> Path:
+    """A model directory whose chat template reaches for Python internals (the sandbox refuses it)."""
+    _model_dir(path)
+    (path / "tokenizer_config.json").write_text(__import__("json").dumps(
+        {"chat_template": "{{ ''.__class__.__mro__[1].__subclasses__() }}"}))
+    return path
+
+
 def _rows(path: Path) -> Path:
     """A valid grade input of one row."""
     path.write_text('{"response": "so the answer is $\\\\boxed{2}$", "answer": "2"}\n')
@@ -206,6 +214,30 @@ CASES = [
          "--task: the tiny model's warm-start needs reference solutions"),
     Case("train-unknown-option", lambda t, f: ["train", "--bogus"], 2, "unknown option(s) for the embedded"),
     Case("unknown-command", lambda t, f: ["trian"], 2, "No such command 'trian'"),
+    # -- issue 44: a NaN or infinite setting is refused before the model loads (NaN passes every < and >)
+    *[Case(f"train-{a.replace(' ', '').replace('--', '-')}", (lambda a: lambda t, f: ["train", *a.split()])(a), 2, msg)
+      for a, msg in [
+          ("--algo dhpo-a --hp avg_weight=nan", "--hp: objective 'dhpo-a': avg_weight=nan must be a finite number"),
+          ("--hp eps_low=nan", "--hp: objective 'dhpo-e': eps_low=nan must be a finite number"),
+          ("--eps-low nan", "--eps-low: objective 'dhpo-e': eps_low=nan must be a finite number"),
+          ("--eps-high nan", "--eps-high: objective 'dhpo-e': eps_high=nan must be a finite number"),
+          ("--hp seq_eps_high=inf", "--hp: objective 'dhpo-e': seq_eps_high=inf must be a finite number"),
+          ("--algo grpo --hp dual_clip=inf", "dual_clip=inf must be a finite number"),
+          ("--weight-decay nan", "--weight-decay: must be a finite number >= 0, got nan"),
+          ("--max-grad-norm inf", "--max-grad-norm: must be > 0 (a finite number), got inf"),
+          # cross-option checks, before the model (they came after it, leaving a run folder)
+          ("--train-pool 3", "--train-pool: 3 problems cannot give the 16 distinct prompts of a step"),
+          ("--seed 9223372036854775808", "--seed: must be an integer from 0 to 4294967295"),
+      ]],
+    Case("train-template-sandbox", lambda t, f: ["train", "--model", str(_evil_template(t / "m"))], 2,
+         "m/tokenizer_config.json: the chat template is refused by the template sandbox"),
+    Case("eval-template-sandbox", lambda t, f: _eval(t)[:4] + [str(_evil_template(t / "m2"))], 2,
+         "m2/tokenizer_config.json: the chat template is refused by the template sandbox"),
+    Case("eval-engine-arg-unknown", lambda t, f: _eval(t, "--engine-arg", "nosuch=1"), 2,
+         "--engine-arg: 'nosuch' is not a keyword of vllm.LLM"),
+    *[Case(f"sweep-workers{n}", (lambda n: lambda t, f: ["sweep", str(t / "sw"), "--algos", "grpo", "--seeds", "1",
+                                                          "--workers", n])(n), 2,
+           f"--workers: must be an integer >= 0 (0: one per core), got {n}") for n in ("-1", "-500")],
     Case("data-limit-negative", lambda t, f: ["data", "prepare", str(t / "p.jsonl"), "--limit", "-3"], 2,
          "Invalid value for '--limit'"),
     Case("data-val-size-negative", lambda t, f: ["data", "prepare", str(t / "p.jsonl"), "--val-size", "-1"], 2,

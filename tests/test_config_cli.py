@@ -128,8 +128,8 @@ def test_protocol_defaults_apply_unless_typed(tiny_model_dir, tmp_path):
 def test_engine_args_are_typed_as_json():
     from dhpo_suite.eval.cli import _engine_args
 
-    assert _engine_args(["enable_prefix_caching=false", "swap_space=4", "quantization=fp8"]) == {
-        "enable_prefix_caching": False, "swap_space": 4, "quantization": "fp8"}
+    assert _engine_args(["enable_prefix_caching=false", "max_num_seqs=4", "quantization=fp8"]) == {
+        "enable_prefix_caching": False, "max_num_seqs": 4, "quantization": "fp8"}
     with pytest.raises(ValueError, match="--engine-arg: expected KEY=VALUE"):
         _engine_args(["no-equals"])
 

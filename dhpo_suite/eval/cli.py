@@ -16,6 +16,7 @@ from rich.console import Console
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
 from dhpo_suite.eval.benchmarks import BENCHMARKS, load_problems, resolve_benches
 from dhpo_suite.eval.engine import Engine, EngineOptions
+from dhpo_suite.eval.engine_keywords import check_engine_keywords
 from dhpo_suite.eval.identity import default_out_dir
 from dhpo_suite.eval.named_models import NAMES, resolve_named_model
 from dhpo_suite.eval.parallel import parse_shard, run_workers
@@ -206,6 +207,7 @@ def _engine_args(pairs: list[str]) -> dict:
             extra[key] = json.loads(raw)
         except json.JSONDecodeError:
             extra[key] = raw
+    check_engine_keywords(list(extra))  # before the engine: vLLM's own TypeError came after loading
     return extra
 
 

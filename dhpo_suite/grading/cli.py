@@ -48,9 +48,19 @@ def register(app: typer.Typer) -> None:
         except (RowError, OSError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
+        if workers > (cap := min(len(rows), _cores())):  # more processes than rows or cores would only wait
+            typer.echo(f"--workers {workers}: capped at {cap} ({len(rows)} rows, {_cores()} cores)", err=True)
+            workers = cap
         verdicts = _grade_rows(rows, bench, workers, timeout)
         _write(target, rows, verdicts)
         _summary(verdicts, target)
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _check_writable(target: Path) -> None:

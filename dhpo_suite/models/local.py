@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["ModelDirError", "check_model_dir", "load_model", "refuse_custom_code"]
+__all__ = ["ModelDirError", "check_chat_template", "check_model_dir", "load_model", "refuse_custom_code"]
 
 
 class ModelDirError(ValueError):
@@ -53,6 +53,48 @@ def refuse_custom_code(p: Path) -> None:
         if isinstance(data, dict) and data.get("auto_map"):
             raise ModelDirError(f"{f}: 'auto_map' asks to run the model's own Python code; dhpo-suite never runs "
                                 f"code shipped with a model (use a model whose architecture transformers provides)")
+    for f, template in _chat_templates(p):
+        check_chat_template(template, f)
+
+
+def _chat_templates(p: Path) -> list[tuple[Path, str]]:
+    """(file, template) for each chat template the directory ships (tokenizer_config.json, chat_template.jinja
+    or chat_template.json; a list of named templates counts each)."""
+    found: list[tuple[Path, str]] = []
+    for name, key in (("tokenizer_config.json", "chat_template"), ("chat_template.json", "chat_template"),
+                      ("chat_template.jinja", None)):
+        f = p / name
+        if not f.is_file():
+            continue
+        try:
+            text = f.read_text(encoding="utf-8")
+            value = text if key is None else json.loads(text).get(key) if text.lstrip().startswith("{") else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
+            raise ModelDirError(f"{f}: unreadable: {e}") from None
+        items = value if isinstance(value, list) else [value]
+        found += [(f, t["template"] if isinstance(t, dict) else t) for t in items
+                  if isinstance(t, str) or (isinstance(t, dict) and isinstance(t.get("template"), str))]
+    return found
+
+
+def check_chat_template(template: str, where: Path) -> None:
+    """Render `template` once (a one-turn conversation) in transformers' sandbox: a template the sandbox refuses
+    (it reaches for Python internals) or that does not parse is refused naming the file, before any model loads.
+    A template that raises its own error for this conversation (it wants a system turn) is left to the run."""
+    import jinja2
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    try:
+        render_jinja_template([[{"role": "user", "content": "What is 1 + 1?"}]], chat_template=template,
+                              add_generation_prompt=True)
+    except jinja2.exceptions.SecurityError as e:
+        raise ModelDirError(f"{where}: the chat template is refused by the template sandbox ({e}); dhpo-suite "
+                            f"never runs code shipped with a model") from None
+    except jinja2.exceptions.TemplateSyntaxError as e:
+        raise ModelDirError(f"{where}: the chat template does not parse (template line {e.lineno}: {e.message})"
+                            ) from None
+    except Exception:  # noqa: BLE001 - the template's own raise_exception(), a missing variable: the run's
+        pass
 
 
 def load_model(path: Path, safetensors_only: bool = False):

@@ -60,6 +60,8 @@ def register(app: typer.Typer) -> None:
     @config_command(SweepArgs, (TrainConfig, SWEEP_SETS), spell=SPELL)
     def sweep(ctx: typer.Context, v: Values) -> None:
         a = SweepArgs(**v.of(SweepArgs))
+        if a.workers < 0:  # before the sweep directory is read or made
+            _fail(f"--workers: must be an integer >= 0 (0: one per core), got {a.workers}")
         train_args = to_argv(ctx.command.params, v.values, keep=lambda name: name in v.given - SWEEP_FIELDS)
         try:
             requested, registration = None, None
@@ -72,8 +74,8 @@ def register(app: typer.Typer) -> None:
             held = sw.lock(a.out)  # a second sweep on OUT is refused here, before any log is touched
         except sw.SweepError as e:
             _fail(str(e))
-        n = a.workers or sw.default_workers()
         cells = grid.cells()
+        n = min(a.workers or sw.default_workers(), sw.default_workers(), max(len(cells), 1))  # no idle processes
         typer.echo(f"sweep {a.out}: {len(cells)} runs ({', '.join(grid.algos)}; clip {','.join(grid.clips) or '-'}; "
                    f"seeds {','.join(map(str, grid.seeds))}; {grid.steps} steps each), {n} at a time", err=True)
         with _Bar(not a.no_progress) as bar:

@@ -36,9 +36,9 @@ class TrainCommand:
 
 
 def _objective_names() -> tuple[str, ...]:
-    from dhpo_suite.train.objectives import OBJECTIVES  # imports torch: when a value is parsed, not at --help
+    from dhpo_suite.train.objectives.registry import objective_names  # imports torch: when parsed, not at --help
 
-    return OBJECTIVES
+    return objective_names()
 
 
 def _task_names() -> tuple[str, ...]:
@@ -97,10 +97,9 @@ def _stored_algo(out: str) -> str | None:
 
 def _parse_hp(algo: str, pairs: list[str]) -> dict[str, Any]:
     """`--hp key=value ...` typed by the objective's signature (an unknown --algo is reported by validate)."""
-    from dhpo_suite.train.objectives import OBJECTIVES
-    from dhpo_suite.train.objectives.registry import parse_hparams
+    from dhpo_suite.train.objectives.registry import objective_names, parse_hparams
 
-    if not pairs or algo not in OBJECTIVES:
+    if not pairs or algo not in objective_names():
         return {}
     try:
         return parse_hparams(algo, pairs)
@@ -121,12 +120,13 @@ def _fail(message: str) -> NoReturn:
 def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str]) -> None:
     from dhpo_suite.models.local import ModelDirError
     from dhpo_suite.train.embedded import train
+    from dhpo_suite.train.embedded.loop import TrainingDiverged
 
     console = Console(stderr=True)
     try:
         train(cfg, log=lambda s: console.print(s, markup=False, highlight=False, soft_wrap=True),
               show_progress=show_progress, explicit=explicit)
-    except (ConfigError, ModelDirError) as e:
+    except (ConfigError, ModelDirError, TrainingDiverged) as e:
         _fail(_flag(e) if isinstance(e, ConfigError) else str(e))
 
 

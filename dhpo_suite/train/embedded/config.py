@@ -6,6 +6,7 @@ the field. The resolved config (and the objective's resolved hyper-parameters) g
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -14,10 +15,15 @@ from typing import TYPE_CHECKING, Any, Collection
 if TYPE_CHECKING:
     from dhpo_suite.train.embedded.device import Compute
 
-__all__ = ["ConfigError", "NAMED_HPARAMS", "TrainConfig", "cache_dir"]
+__all__ = ["ConfigError", "MAX_SEED", "NAMED_HPARAMS", "TrainConfig", "cache_dir"]
 
 NAMED_HPARAMS = ("clip", "eps_low", "eps_high", "seq_eps_low", "seq_eps_high", "loss_agg_mode")
 """Objective settings that also have a flag of their own (`--eps-low` is `--hp eps_low=`): the same names."""
+
+
+MAX_SEED = 2**32 - 1
+"""Largest --seed: the run derives other seeds from it (seed * 1_000_003 + step for sampling), and torch's and
+numpy's generators take 64 and 32 bits."""
 
 
 class ConfigError(ValueError):
@@ -126,9 +132,9 @@ class TrainConfig:
             return self
         from dhpo_suite.tasks import TASKS
         from dhpo_suite.tracking.mirrors import parse_loggers
-        from dhpo_suite.train.objectives import OBJECTIVES
+        from dhpo_suite.train.objectives.registry import objective_names
 
-        _choice("algo", self.algo, OBJECTIVES)
+        _choice("algo", self.algo, objective_names())  # the live registry: an objective registered at run time too
         _choice("task", self.task, tuple(TASKS))
         _choice("backend", self.backend, ("embedded", "verl"))
         try:
@@ -146,14 +152,20 @@ class TrainConfig:
             _at_least("micro_batch", self.micro_batch, 1)
         for name in ("warmup_steps", "eval_every", "seed", "sft_max_steps"):
             _at_least(name, getattr(self, name), 0)
+        if self.seed > MAX_SEED:
+            raise ConfigError("seed", f"must be an integer from 0 to {MAX_SEED} (what every RNG of a run accepts), "
+                                      f"got {self.seed}")
+        if self.train_pool < self.prompts_per_step:  # a step draws its prompts from the pool without replacement
+            raise ConfigError("train_pool", f"{self.train_pool} problems cannot give the {self.prompts_per_step} "
+                                            f"distinct prompts of a step (--prompts-per-step); give at least that many")
         if self.mini_batches > self.prompts_per_step * self.group_size:
             raise ConfigError("mini_batches", f"{self.mini_batches} mini-batches exceed the "
                                               f"{self.prompts_per_step * self.group_size} responses of a step")
         _positive("lr", self.lr, upper=1.0)
         _positive("temperature", self.temperature, upper=10.0)
         _positive("max_grad_norm", self.max_grad_norm)
-        if self.weight_decay < 0:
-            raise ConfigError("weight_decay", f"must be >= 0, got {self.weight_decay}")
+        if not self.weight_decay >= 0 or not math.isfinite(self.weight_decay):  # NaN fails `>=`
+            raise ConfigError("weight_decay", f"must be a finite number >= 0, got {self.weight_decay}")
         if self.max_new_tokens is not None:
             _at_least("max_new_tokens", self.max_new_tokens, 1)
         if not 0 <= self.sft_target <= 1:
@@ -217,8 +229,9 @@ def _at_least(field: str, value: object, low: int) -> None:
 
 
 def _positive(field: str, value: object, upper: float | None = None) -> None:
-    if not isinstance(value, (int, float)) or not value > 0 or (upper is not None and value > upper):
+    if (not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value)
+            or (upper is not None and value > upper)):
         bound = f" and <= {upper}" if upper is not None else ""
-        raise ConfigError(field, f"must be > 0{bound}, got {value!r}")
+        raise ConfigError(field, f"must be > 0{bound} (a finite number), got {value!r}")
 
 

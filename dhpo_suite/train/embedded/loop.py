@@ -28,14 +28,14 @@ from dhpo_suite.train.embedded import run_setup
 from dhpo_suite.train.embedded.checkpoint import save_checkpoint
 from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
 from dhpo_suite.train.embedded.reward import grade_rewards, heldout_reward, unmarked_share
-from dhpo_suite.train.embedded.rollout import encode_prompts, sample
+from dhpo_suite.train.embedded.rollout import Rollout, encode_prompts, sample
 from dhpo_suite.train.embedded.start import Start, fmt_reward, open_run
 from dhpo_suite.train.embedded.trainer import StepTimer, Trainer, TrainResult
-from dhpo_suite.train.embedded.update import StepBatch, old_logprobs, ppo_update
+from dhpo_suite.train.embedded.update import NonFiniteUpdate, StepBatch, old_logprobs, ppo_update
 from dhpo_suite.train.objectives import ObjectiveOutput, group_advantages
 from dhpo_suite.train.telemetry import TelemetryAccumulator, token_decoder
 
-__all__ = ["ConfigError", "StepFacts", "TrainResult", "step_prompts", "train", "train_step"]
+__all__ = ["ConfigError", "StepFacts", "TrainResult", "TrainingDiverged", "step_prompts", "train", "train_step"]
 
 
 def train(cfg: TrainConfig, *, log: Callable[[str], None] = print, show_progress: bool = True,
@@ -135,14 +135,29 @@ def train_step(t: Trainer, step: int, acc: TelemetryAccumulator, timer: StepTime
     with timer.phase("update"):
         with t.compute.autocast():
             old = old_logprobs(t.model, roll, cfg.chunk_tokens)
-        norms = ppo_update(t.model, t.optimizer, t.scheduler, StepBatch(roll, old, advantages), t.objective,
-                           epochs=cfg.ppo_epochs, mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm,
-                           chunk_tokens=cfg.chunk_tokens, generator=t.generator,
-                           telemetry=_TimedUpdates(acc, timer), micro_batch=cfg.micro_batch,
-                           forward_context=t.compute.autocast)
+        norms = _checked_update(step, t, roll, old, advantages, acc, timer)
     return StepFacts(reward=float(rewards.mean()), grad_norm=sum(norms) / len(norms), tokens=int(roll.lengths.sum()),
                      unmarked_share=unmarked_share(verdicts), lr=float(t.scheduler.get_last_lr()[0]),
                      prompts=[t.task.messages(p)[-1]["content"] for p in batch], golds=[p["answer"] for p in batch])
+
+
+class TrainingDiverged(RuntimeError):
+    """A step whose loss or gradient norm is not finite: the run stops (manifest "failed", checkpoints kept)."""
+
+
+def _checked_update(step: int, t: Trainer, roll: Rollout, old: torch.Tensor, advantages: torch.Tensor,
+                    acc: TelemetryAccumulator, timer: StepTimer) -> list[float]:
+    """ppo_update; a non-finite loss or gradient norm stops the run naming the step (before the optimizer steps)."""
+    cfg = t.cfg
+    try:
+        return ppo_update(t.model, t.optimizer, t.scheduler, StepBatch(roll, old, advantages), t.objective,
+                          epochs=cfg.ppo_epochs, mini_batches=cfg.mini_batches, max_grad_norm=cfg.max_grad_norm,
+                          chunk_tokens=cfg.chunk_tokens, generator=t.generator,
+                          telemetry=_TimedUpdates(acc, timer), micro_batch=cfg.micro_batch,
+                          forward_context=t.compute.autocast)
+    except NonFiniteUpdate as e:
+        raise TrainingDiverged(f"step {step}: {e}; the run stopped before the update (its manifest says failed, "
+                               f"its complete checkpoints are kept)") from None
 
 
 class _TimedUpdates:

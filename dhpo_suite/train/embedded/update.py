@@ -5,6 +5,7 @@ Per optimizer step (one mini-batch of whole responses):
     out       = objective(log π, log π_old, Â, mask, entropy=H)   (the library's loss; nothing re-implemented)
     out.loss.backward()   (per micro-batch: gradients accumulate, the loss normalised by the mini-batch)
     clip_grad_norm_(max_grad_norm); AdamW step; scheduler step
+A non-finite loss or gradient norm raises NonFiniteUpdate before the optimizer steps (the loop stops the run).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from dhpo_suite.train.objectives import Objective, ObjectiveOutput
 
-__all__ = ["StepBatch", "UpdateTelemetry", "old_logprobs", "ppo_update"]
+__all__ = ["NonFiniteUpdate", "StepBatch", "UpdateTelemetry", "old_logprobs", "ppo_update"]
 
 
 class UpdateTelemetry(Protocol):
@@ -31,6 +32,10 @@ class UpdateTelemetry(Protocol):
 
     def add_update(self, output: ObjectiveOutput, *, response_ids: torch.Tensor, token_ids: torch.Tensor,
                    old_log_prob: torch.Tensor, epoch: int) -> None: ...
+
+
+class NonFiniteUpdate(ArithmeticError):
+    """A loss or gradient norm that is NaN or infinite: the update stops before any weight changes."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,9 @@ def ppo_update(model: PreTrainedModel, optimizer: torch.optim.Optimizer,
                 _forward_backward(model, objective, batch, part, epoch, totals, chunk_tokens, telemetry,
                                   forward_context)
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            if torch.isfinite(norm):  # a non-finite gradient would poison AdamW's moments: skip the step
-                optimizer.step()
+            if not torch.isfinite(norm):  # before AdamW's step: its moments, and the weights, stay as they were
+                raise NonFiniteUpdate(f"the gradient norm is {float(norm)} (epoch {epoch + 1})")
+            optimizer.step()
             grad_norms.append(float(norm))
     scheduler.step()
     return grad_norms
@@ -114,6 +120,8 @@ def _forward_backward(model: PreTrainedModel, objective: Objective, batch: StepB
         log_prob, entropy = response_logprobs(model, ids, att, P, chunk_tokens, roll.temperature)
     old = batch.old_log_prob[idx, :width]
     out = objective(log_prob, old, batch.advantages[idx], mask[:, :width], entropy=entropy, **totals)
+    if not torch.isfinite(out.loss.detach()).all():  # a NaN loss trains nothing and would poison the weights
+        raise NonFiniteUpdate(f"the loss is {float(out.loss.detach())} (epoch {epoch + 1})")
     out.loss.backward()  # outside autocast (its ops replay the forward's dtypes)
     if telemetry is not None:
         telemetry.add_update(out, response_ids=idx, token_ids=ids[:, P:], old_log_prob=old, epoch=epoch)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -167,6 +168,8 @@ def _check_value(name: str, base: str, key: str, value: Any, tp: Any) -> None:
         raise HparamError(name, key, f"{where} is not one of {', '.join(_CHOICES[key])}")
     if value is None or isinstance(value, str):
         return
+    if isinstance(value, float) and not math.isfinite(value):  # NaN passes every < and > below
+        raise HparamError(name, key, f"{where} must be a finite number")
     low, high = _BOUNDS.get(key, (None, None))
     if low is not None and value < low:
         raise HparamError(name, key, f"{where} must be a number >= {low}")
