@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 from dhpo_suite.dashboard.cli import register as register_dashboard
 from dhpo_suite.eval.cli import register as register_eval
 from dhpo_suite.grading.cli import register as register_grading
+from dhpo_suite.runs.safe_write import WriteError
 from dhpo_suite.science.cli import register as register_science
 from dhpo_suite.tracking.cli import register as register_tracking
 from dhpo_suite.train.cli import register as register_train
@@ -53,6 +54,9 @@ class _OneLineErrors(TyperGroup):
             raise
         except typer.TyperException as e:
             _usage_error(e)
+        except WriteError as e:  # any command's output (runs/safe_write.py): the file, the cause, nothing half-written
+            typer.echo(f"error: {one_line(e)}", err=True)
+            raise typer.Exit(2) from None
         except Exception as e:  # noqa: BLE001 - the last line of defence: no traceback unless asked for
             if debug_enabled():
                 raise

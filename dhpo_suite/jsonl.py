@@ -9,10 +9,12 @@ This module imports nothing of the package, so every part may use it.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["iter_jsonl", "parse_row"]
+__all__ = ["input_problem", "iter_jsonl", "parse_row"]
 
 
 def parse_row(line: str, where: str, error: type[Exception] = ValueError) -> dict:
@@ -42,3 +44,20 @@ def iter_jsonl(path: Path | str, error: type[Exception] = ValueError,
             line = line.removeprefix("\ufeff").rstrip("\r\n")  # an error's column stays on this line
             if line.strip():
                 yield lineno, parse_row(line, f"{path}:{lineno}", error)
+
+
+def input_problem(path: Path | str) -> str | None:
+    """Why `path` cannot be read as an input file (said as what it is: a FIFO would block the read for ever,
+    /dev/zero never ends), or None for a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except OSError as e:
+        return f"{path}: cannot read it ({e.strerror or e})"
+    if stat.S_ISREG(mode):
+        return None if os.access(path, os.R_OK) else f"{path}: not readable (permission denied)"
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "not a regular file")
+    return f"{path}: is {kind}, not a regular file"

@@ -11,12 +11,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from dhpo_suite.grading.pool import GraderPool
-from dhpo_suite.jsonl import iter_jsonl
+from dhpo_suite.jsonl import input_problem, iter_jsonl
+from dhpo_suite.runs.safe_write import atomic_file
 
 __all__ = ["read_rows", "register"]
 
 
 MAX_INT_DIGITS = 100_000
+DEFAULT_WORKERS = 2
 MAX_TIMEOUT_S = 86400.0  # one day: `inf` or `nan` would let one item hold a worker for ever
 
 
@@ -32,7 +34,8 @@ def register(app: typer.Typer) -> None:
         file: Path = typer.Argument(..., help="JSONL input, one object per line."),
         out: Path = typer.Option(None, "--out", "-o", help="Output JSONL (default: FILE.graded.jsonl)."),
         bench: str = typer.Option(None, "--bench", help="Benchmark name for rows without `bench`."),
-        workers: int = typer.Option(2, min=1, help="Grader worker processes."),
+        workers: int = typer.Option(DEFAULT_WORKERS, min=1, help="Grader worker processes (at most one per row "
+                                                                 "and per core)."),
         timeout: float = typer.Option(
             5.0, help=f"Wall-clock seconds per item before its worker is killed, in (0, {MAX_TIMEOUT_S:g}]."),
     ) -> None:
@@ -49,7 +52,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
         if workers > (cap := min(len(rows), _cores())):  # more processes than rows or cores would only wait
-            typer.echo(f"--workers {workers}: capped at {cap} ({len(rows)} rows, {_cores()} cores)", err=True)
+            if workers > DEFAULT_WORKERS:  # said when the user asked for more, not for the default on one row
+                typer.echo(f"--workers {workers}: capped at {cap} ({len(rows)} rows, {_cores()} cores)", err=True)
             workers = cap
         verdicts = _grade_rows(rows, bench, workers, timeout)
         _write(target, rows, verdicts)
@@ -85,8 +89,8 @@ def read_rows(path: Path) -> list[dict]:
     Bytes that are not UTF-8 inside a string become lone surrogates (`surrogateescape`), so such a row is still
     graded; anything that is not a JSON object (a binary file, another encoding) is one RowError naming the file
     and line."""
-    if not path.is_file():
-        raise RowError(f"{path}: no such file")
+    if problem := input_problem(path):  # a FIFO, a directory or /dev/zero said as what it is
+        raise RowError(problem)
     try:
         rows = [_check_row(row, f"{path}:{number}")
                 for number, row in iter_jsonl(path, RowError, decode_errors="surrogateescape")]
@@ -139,18 +143,14 @@ def _grade_rows(rows: list[dict], bench: str | None, workers: int, timeout: floa
 
 
 def _write(target: Path, rows: list[dict], verdicts) -> None:
-    """Atomic write: a crash never leaves a half-written output, nor its temporary file."""
-    temp = target.with_name(target.name + ".tmp")
-    try:
-        with temp.open("w", encoding="utf-8") as handle:
-            for row, verdict in zip(rows, verdicts, strict=True):
-                record = {**row, "extracted": verdict.extracted, "correct": verdict.correct,
-                          "grader_status": verdict.status, "grader_reason": verdict.reason,
-                          "answer_source": verdict.answer_source, "answer_rule": verdict.answer_rule}
-                handle.write(_dumps(record) + "\n")
-        os.replace(temp, target)
-    finally:
-        temp.unlink(missing_ok=True)
+    """Atomic write (runs.safe_write): a crash or a full disk never leaves a half-written output, nor its temporary
+    file; a failed write is one line naming the file (WriteError)."""
+    with atomic_file(target, "w", encoding="utf-8") as handle:
+        for row, verdict in zip(rows, verdicts, strict=True):
+            record = {**row, "extracted": verdict.extracted, "correct": verdict.correct,
+                      "grader_status": verdict.status, "grader_reason": verdict.reason,
+                      "answer_source": verdict.answer_source, "answer_rule": verdict.answer_rule}
+            handle.write(_dumps(record) + "\n")
 
 
 def _dumps(record: dict) -> str:

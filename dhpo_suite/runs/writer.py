@@ -36,22 +36,11 @@ from .format import (
 from .manifest import STATUSES, Manifest, read_manifest, utc_now
 from .reader import read_scalars_file
 from .records import StepRecord
+from .safe_write import WriteError, atomic_write_bytes
 
 __all__ = ["RunWriter", "atomic_write_bytes", "write_parquet_atomic", "mark_checkpoint_complete"]
 
 COMPRESSION = "zstd"
-
-
-def atomic_write_bytes(path: Path, data: bytes, fsync: bool = True) -> None:
-    """Write `data` to `path` so that readers see the old or the new content, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if fsync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def write_parquet_atomic(path: Path, table: pa.Table, fsync: bool = True) -> None:
@@ -211,10 +200,13 @@ class RunWriter:
                  tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close("completed")
-        elif issubclass(exc_type, KeyboardInterrupt):
-            self.close("interrupted", "KeyboardInterrupt")
-        else:
-            self.close("failed", f"{exc_type.__name__}: {exc}")
+            return
+        status = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed"
+        try:
+            self.close(status, "KeyboardInterrupt" if status == "interrupted" else f"{exc_type.__name__}: {exc}")
+        except WriteError:  # the disk that failed the run fails its manifest too: the first error is the one told
+            self._closed = True
+            atexit.unregister(self._close_at_exit)
 
     def _write_manifest(self) -> None:
         data = json.dumps(self.manifest.to_dict(), indent=1, default=_json_default).encode()

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
 from dhpo_suite.runs.out_paths import dir_problem, file_problem
+from dhpo_suite.runs.safe_write import atomic_file, staged_dir
 from dhpo_suite.science.prereg import PreregError, digest, parse
 from dhpo_suite.train import sweep as sw
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
@@ -135,11 +136,13 @@ def register(app: typer.Typer) -> None:
             _descriptive(console, a.metrics, baseline)
         else:
             _registered(console, a)
-        if csv is not None:
-            a.metrics.to_csv(csv, index=False)
+        if csv is not None:  # written whole or not at all (runs.safe_write); a full disk: one line, exit 2
+            with atomic_file(csv, "w", encoding="utf-8", newline="") as f:
+                a.metrics.to_csv(f, index=False)
             console.print(f"per-run metrics: {csv}")
         if export is not None:
-            kept.export(root, export, late_frac)
+            with staged_dir(export) as tmp:
+                kept.export(root, tmp, late_frac)
             console.print(f"kept data: {export}")
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -30,7 +32,7 @@ def register(app: typer.Typer) -> None:
         from dhpo_suite.runs import RunFormatError
         from dhpo_suite.runs.out_paths import dir_problem
         from dhpo_suite.tracking.export import export_run
-        from dhpo_suite.tracking.mirrors import LOGGERS
+        from dhpo_suite.tracking.mirrors import LOGGERS, default_location
 
         if to not in LOGGERS:
             _fail(f"--to: {to!r} is not one of: {', '.join(LOGGERS)}")
@@ -39,10 +41,12 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         say = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
         try:
-            with Progress(console=console, disable=no_progress, transient=True) as bar:
+            with Progress(console=console, disable=no_progress, transient=True) as bar, _staged(run, to, out) as where:
                 task = bar.add_task(f"export to {to}", total=None)
-                result = export_run(run, to, out, table_every=table_every, project=project,
+                result = export_run(run, to, where, table_every=table_every, project=project,
                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
+            if to == "tensorboard":
+                result.location = out if out is not None else default_location(to, run)
         except RunFormatError as e:
             _fail(str(e))
         except ImportError as e:
@@ -56,6 +60,33 @@ def register(app: typer.Typer) -> None:
             say(f"view: tensorboard --logdir {result.location.parent}")
         elif "offline-run" in str(result.location):
             say(f"upload: wandb sync {result.location}")
+
+
+@contextmanager
+def _staged(run: Path, to: str, out: Path | None) -> Iterator[Path | None]:
+    """TensorBoard: the event file is written in a temporary folder beside the log directory and renamed into it
+    at the end (runs.safe_write), so a full disk leaves no 0-byte or partial file and is one line naming it; the
+    event writer's thread, failing the same write, prints no stray "Exception in thread" (the main thread
+    reports it). W&B keeps its own folder layout."""
+    if to != "tensorboard":
+        yield out
+        return
+    from dhpo_suite.runs import RunFormatError, read_manifest
+    from dhpo_suite.runs.safe_write import staged_dir
+    from dhpo_suite.tracking.mirrors import default_location
+
+    try:
+        read_manifest(run)  # a missing or damaged run is told as such, before any folder is made
+    except RunFormatError:
+        yield out
+        return
+    previous = threading.excepthook
+    threading.excepthook = lambda a: None if isinstance(a.exc_value, OSError) else previous(a)
+    try:
+        with staged_dir(out if out is not None else default_location(to, run)) as tmp:
+            yield tmp
+    finally:
+        threading.excepthook = previous
 
 
 def _fail(message: str) -> None:

@@ -1,8 +1,8 @@
 """`export_run`: mirror a finished (or running) run's history afterwards, read through `RunReader`.
 
 Scalars are read once (one compacted file plus the per-step ones); each step's histograms with one
-`step_distributions` read; samples only on the steps that get a table. A broken step file is skipped,
-named in the returned `problems`, and the rest goes on.
+`step_distributions` read; samples only on the steps that get a table. A broken step file is skipped, named
+with its step in the returned `problems` (each step not exported too), and the rest goes on.
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ def iter_records(reader: RunReader, table_every: int, problems: list[str], steps
         try:
             record.distributions = reader.step_distributions(step)
         except RunFormatError as e:
-            problems.append(str(e))
+            problems.append(f"step {step}'s histograms (the step's scalars are exported): {e}")
         samples = table_every > 0 and step % table_every == 0
         if samples:
             try:
                 record.samples = reader.samples(step).drop(columns=["step"]).to_dict("records")
             except RunFormatError as e:
-                problems.append(str(e))
+                problems.append(f"step {step}'s sampled rollouts (the step's scalars are exported): {e}")
         yield record, samples
     problems.extend(str(p) for p in reader.problems)
 
@@ -65,15 +65,18 @@ def export_run(run_dir: Path | str, to: str, out: Path | str | None = None, *, t
     mirror = registry.build(to, run_dir, out, project=project)
     problems: list[str] = []
     mirror.start(reader.manifest)
-    total, done = len(reader.steps()), 0
+    steps = reader.steps()
+    total, done, exported = len(steps), 0, set()
     try:
         for record, samples in iter_records(reader, table_every, problems):
             mirror.log_step(record, samples=samples)
             done += 1
+            exported.add(record.step)
             if progress is not None:
                 progress(done, total)
     finally:
         mirror.close()
+    problems.extend(f"step {s}: not exported (no readable scalars row)" for s in steps if s not in exported)
     return ExportResult(to, Path(mirror.location), done, list(dict.fromkeys(problems)))
 
 

@@ -6,8 +6,9 @@ A checkpoint holds data only: weights are read from safetensors alone (a `*.bin`
 trainer state with `torch.load(weights_only=True)`, which accepts tensors, numbers, strings and containers and
 refuses any other object, so a crafted pickle in a copied run directory cannot run code on `--resume`.
 
-Writes go to the final directory and the COMPLETE marker is written last (atomically, by the runs module),
-so a SIGKILL mid-save leaves an unmarked directory that resume, the evaluator and the dashboard ignore.
+Writes go to a temporary folder beside the checkpoint, renamed into place, and the COMPLETE marker is written last
+(atomically, by the runs module), so a SIGKILL mid-save leaves an unmarked directory that resume, the evaluator
+and the dashboard ignore, and a full disk leaves no partial one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from dhpo_suite.runs import RunReader
+from dhpo_suite.runs.format import checkpoint_path
+from dhpo_suite.runs.safe_write import staged_dir
 from dhpo_suite.train.embedded.state_check import CheckpointError, check_against_model, check_state, python_rng
 
 if TYPE_CHECKING:
@@ -38,16 +41,22 @@ _STATE_KEYS = ("step", "optimizer", "scheduler", "generator", "torch_rng", "pyth
 def save_checkpoint(writer: RunWriter, step: int, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                     optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
                     generator: torch.Generator) -> Path:
-    """Save the model (safetensors), tokenizer and trainer state for `step`; mark it complete last."""
-    path = writer.checkpoint_dir(step)
-    model.save_pretrained(path, safe_serialization=True)
-    tokenizer.save_pretrained(path)
+    """Save the model (safetensors), tokenizer and trainer state for `step`; mark it complete last.
+
+    The files are written into a temporary folder beside the checkpoint and renamed into it (runs.safe_write): a
+    full disk is one WriteError naming the file, with no partial checkpoint left and the earlier ones as they were.
+    """
+    from safetensors import SafetensorError
+
+    path = checkpoint_path(writer.run_dir, step)
     state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
              "generator": generator.get_state(), "torch_rng": torch.get_rng_state(),
              "python_rng": random.getstate()}
-    tmp = path / f".tmp-{TRAINER_STATE}"
-    torch.save(state, tmp)
-    tmp.replace(path / TRAINER_STATE)
+    # safetensors and torch.save report a full disk as their own errors, not as OSError
+    with staged_dir(path, errors=(SafetensorError, RuntimeError)) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        torch.save(state, tmp / TRAINER_STATE)
     writer.checkpoint_complete(step)
     return path
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from dhpo_suite.jsonl import iter_jsonl
+from dhpo_suite.jsonl import input_problem, iter_jsonl
+from dhpo_suite.runs.out_paths import dir_problem
+from dhpo_suite.runs.safe_write import staged_dir
 
 __all__ = ["INSTRUCTION", "HUB_ID", "HUB_SPLIT_FILES", "DataError", "PrepareResult", "prepare", "read_rows"]
 
@@ -46,6 +48,8 @@ class PrepareResult:
     val: Path
     n_train: int
     n_val: int
+    notes: tuple[str, ...] = ()
+    """What was done other than asked (a clamped --val-size), one line each."""
 
 
 def _text(value: Any) -> str | None:
@@ -83,6 +87,10 @@ def normalise(row: dict, where: str, index: int, split: str, source: str) -> dic
     if answer is None:
         raise DataError(f"{where}: no answer (looked for fields: {', '.join(ANSWER_FIELDS)})")
     ident = _pick(row, ID_FIELDS)
+    for name, text in (("problem", problem), ("answer", answer), ("id", ident)):
+        if text is not None and not _is_unicode(text):
+            raise DataError(f"{where}: the {name} holds a lone surrogate (an unpaired \\ud800-\\udfff escape), "
+                            f"which is not text and cannot be stored as UTF-8")
     return {
         "data_source": source,
         "prompt": [{"role": "user", "content": problem + INSTRUCTION}],
@@ -92,33 +100,56 @@ def normalise(row: dict, where: str, index: int, split: str, source: str) -> dic
     }
 
 
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_rows(path: Path) -> Iterator[tuple[str, dict]]:
-    """(where, row) for each row of a local .jsonl/.json/.parquet file; `where` is "file:line" or "file:row"."""
+    """(where, row) for each row of a local .jsonl/.json/.parquet file; `where` is "file:line" or "file:row".
+    JSON goes through the readers `grade` and `compare` use (bounded nesting, the file and line named)."""
     suffix = path.suffix.lower()
-    if not path.exists():
-        raise DataError(f"{path}: file not found")
+    if suffix not in (".parquet", ".jsonl", ".json"):
+        raise DataError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")
+    if problem := input_problem(path):  # a FIFO would block for ever, a directory raise IsADirectoryError
+        raise DataError(problem)
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as e:
+            raise DataError(f"{path}: not a readable Parquet file ({str(e).splitlines()[0] if str(e) else e})"
+                            ) from None
+        for i, row in enumerate(table.to_pylist()):
             yield f"{path}:row {i + 1}", row
     elif suffix == ".jsonl":
         for line_no, row in iter_jsonl(path, DataError):
             yield f"{path}:{line_no}", row
-    elif suffix == ".json":
-        with open(path, encoding="utf-8") as f:
-            try:
-                rows = json.load(f)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+    else:
+        from dhpo_suite.runs.format import RunFormatError
+        from dhpo_suite.runs.json_text import check_depth
+
+        try:
+            text = path.read_text(encoding="utf-8")
+            check_depth(text, path)  # Python's decoder recursed once per bracket: RecursionError
+            rows = json.loads(text)
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}: not UTF-8 (byte {e.start + 1} of the file)") from None
+        except RunFormatError as e:
+            raise DataError(str(e)) from None
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
         if not isinstance(rows, list):
             raise DataError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise DataError(f"{path}:item {i + 1}: expected a JSON object, got {type(row).__name__}")
             yield f"{path}:item {i + 1}", row
-    else:
-        raise DataError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")
 
 
 def _hub_rows(split: str) -> Iterator[tuple[str, dict]]:
@@ -130,14 +161,16 @@ def _hub_rows(split: str) -> Iterator[tuple[str, dict]]:
         yield f"{HUB_ID}/{HUB_SPLIT_FILES[split]}:row {i + 1}", row
 
 
-def _write(rows: list[dict], path: Path) -> None:
+def _write(splits: dict[str, list[dict]], out: Path) -> None:
+    """Each split's rows as `out/<split>.parquet`, both or neither (runs.safe_write.staged_dir: a full disk is
+    one line naming the file, and no empty or half-written folder is left)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{path.name}")
-    pq.write_table(pa.Table.from_pylist(rows), tmp, compression="zstd")
-    tmp.replace(path)
+    tables = {name: pa.Table.from_pylist(rows) for name, rows in splits.items()}
+    with staged_dir(out) as tmp:
+        for name, table in tables.items():
+            pq.write_table(table, tmp / name, compression="zstd")
 
 
 def _convert(rows: Iterable[tuple[str, dict]], split: str, source: str, limit: int | None) -> list[dict]:
@@ -163,6 +196,9 @@ def prepare(
     (val = `val_size` rows held out at random with `seed`, at most a tenth of the file).
     """
     out = Path(out_dir)
+    if problem := dir_problem(out):  # before anything is read: an --out onto a file was a FileExistsError
+        raise DataError(f"--out: {problem}")
+    notes = []
     if str(source) == HUB_SOURCE:
         name = "simplerl-zoo/level3to5"
         train = _convert(_hub_rows("train"), "train", name, limit)
@@ -172,9 +208,14 @@ def prepare(
         rows = _convert(read_rows(path), "train", path.stem, limit)
         if len(rows) < 2:
             raise DataError(f"{path}: needs at least 2 problems, found {len(rows)}")
-        held = set(random.Random(seed).sample(range(len(rows)), max(1, min(val_size, len(rows) // 10))))
+        if not _is_unicode(path.stem):
+            raise DataError(f"{path}: the file name is not valid UTF-8 (it names the data source in every row)")
+        n_val = max(1, min(val_size, len(rows) // 10))
+        if n_val != val_size:
+            notes.append(f"--val-size {val_size}: held out {n_val} of the {len(rows)} problems (at least 1, at most "
+                         f"a tenth of them)")
+        held = set(random.Random(seed).sample(range(len(rows)), n_val))
         val = [{**r, "extra_info": {**r["extra_info"], "split": "val"}} for i, r in enumerate(rows) if i in held]
         train = [r for i, r in enumerate(rows) if i not in held]
-    _write(train, out / "train.parquet")
-    _write(val, out / "val.parquet")
-    return PrepareResult(out / "train.parquet", out / "val.parquet", len(train), len(val))
+    _write({"train.parquet": train, "val.parquet": val}, out)
+    return PrepareResult(out / "train.parquet", out / "val.parquet", len(train), len(val), tuple(notes))

@@ -31,6 +31,8 @@ def register(app: typer.Typer) -> None:
         except DataError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
+        for note in result.notes:
+            typer.echo(f"note: {note}", err=True)
         typer.echo(f"wrote {result.train} ({result.n_train} problems) and {result.val} ({result.n_val} problems)")
 
     app.add_typer(data, name="data")
