@@ -115,6 +115,7 @@ class Case:
     setup: Callable  # (tmp_path, fixtures) -> argv after `dhpo-suite`
     code: int
     expect: str  # a piece of the one line on stderr
+    absent: tuple[str, ...] = ()  # paths (under the case's folder) that must not exist afterwards
 
 
 def _eval(tmp: Path, *extra: str) -> list[str]:
@@ -147,6 +148,41 @@ def _evil_template(path: Path) -> Path:
     _model_dir(path)
     (path / "tokenizer_config.json").write_text(__import__("json").dumps(
         {"chat_template": "{{ ''.__class__.__mro__[1].__subclasses__() }}"}))
+    return path
+
+
+def _problems(path: Path, n: int, problem: str = "What is 1 + 1?") -> Path:
+    """`data prepare` input: n JSONL rows of problem and answer (`problem` is JSON text, escapes allowed)."""
+    path.write_text("".join(f'{{"problem": "{problem}", "answer": "{i}"}}\n' for i in range(n)))
+    return path
+
+
+def _deep_json(path: Path, depth: int = 100_000) -> Path:
+    path.write_text("[" * depth + "]" * depth)
+    return path
+
+
+def _manifest_field(run: Path, **fields) -> Path:
+    """The run with some manifest fields replaced (as a damaged or hand-edited manifest has them)."""
+    import json
+
+    data = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**data, **fields}))
+    return run
+
+
+def _fifo(tmp: Path) -> Path:
+    os.mkfifo(tmp / "pipe.jsonl")
+    return tmp / "pipe.jsonl"
+
+
+def _dir_named(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def _link(path: Path, target: str) -> Path:
+    path.symlink_to(target)
     return path
 
 
@@ -375,6 +411,43 @@ CASES = [
     Case("verl-data-missing", lambda t, f: ["train", "--backend", "verl", "--out", str(t / "run"),
                                             f"data.train_files={t / 'none.parquet'}"], 2,
          "data.train_files: "),
+    # -- issue 44: every output through runs.safe_write: a full disk (a small tmpfs) is one line naming the file,
+    # exit 2, the earlier output intact and no temporary file left (the snapshot covers the disk's files)
+    Case("grade-full-disk", lambda t, f: ["grade", str(_rows(t / "r.jsonl")), "--workers", "1", "--out",
+                                          str(f["disk"](t / "disk") / "g.jsonl")], 2,
+         "disk/g.jsonl: cannot write it (No space left on device)", ("disk/.tmp-",)),
+    Case("compare-csv-full-disk", lambda t, f: ["compare", str(_sweep_of(t, _synthetic_run(t))), "--csv",
+                                                str(f["disk"](t / "disk") / "g.jsonl")], 2,
+         "disk/g.jsonl: cannot write it (No space left on device)", ("disk/.tmp-",)),
+    Case("compare-export-full-disk", lambda t, f: ["compare", str(_sweep_of(t, _synthetic_run(t))), "--export",
+                                                   str(f["disk"](t / "disk") / "kept")], 2,
+         "cannot write it (No space left on device)", ("disk/kept", "disk/.tmp-")),
+    Case("export-tensorboard-full-disk", lambda t, f: ["export", str(_synthetic_run(t)), "--to", "tensorboard",
+                                                       "--out", str(f["disk"](t / "disk"))], 2,
+         "disk: cannot write it (No space left on device)", ("disk/.tmp-",)),
+    Case("data-prepare-full-disk", lambda t, f: ["data", "prepare", str(_problems(t / "p.jsonl", 40)), "--out",
+                                                 str(f["disk"](t / "disk") / "data")], 2,
+         "No space left on device", ("disk/data", "disk/.tmp-")),
+    # -- issue 44: manifests type-checked when read; data prepare and grade inputs said as what they are
+    Case("compare-algorithm-a-number", lambda t, f: ["compare", str(_sweep_of(t, _manifest_field(
+        _synthetic_run(t), algorithm=7)))], 2, "manifest.json: field 'algorithm' must be a string, got int"),
+    Case("export-seed-a-string", lambda t, f: ["export", str(_manifest_field(_synthetic_run(t), seed="0")), "--to",
+                                               "tensorboard", "--out", str(t / "tb")], 2,
+         "manifest.json: field 'seed' must be an integer, got str"),
+    Case("data-deep-json", lambda t, f: ["data", "prepare", str(_deep_json(t / "p.json")), "--out", str(t / "d")], 2,
+         "p.json: nested 100000 levels deep", ("d",)),
+    Case("data-out-onto-a-file", lambda t, f: ["data", "prepare", str(_problems(t / "p.jsonl", 20)), "--out",
+                                               str(_file(t))], 2, "--out: "),
+    Case("data-lone-surrogate", lambda t, f: ["data", "prepare", str(_problems(t / "p.jsonl", 20, "\\udc80")),
+                                              "--out", str(t / "d")], 2,
+         "p.jsonl:1: the problem holds a lone surrogate", ("d",)),
+    *[Case(f"{cmd}-input-{kind}", (lambda cmd, make: lambda t, f: [*cmd.split("-"), str(make(t))])(cmd, make), 2,
+           msg) for cmd in ("grade", "data-prepare") for kind, make, msg in [
+        ("fifo", _fifo, "is a FIFO (named pipe), not a regular file"),
+        ("directory", lambda t: _dir_named(t / "d.jsonl"), "d.jsonl: is a directory, not a regular file"),
+        ("dev-zero", lambda t: Path("/dev/zero") if cmd == "grade" else _link(t / "z.jsonl", "/dev/zero"),
+         "is a device, not a regular file"),
+    ]],
     Case("dashboard-port-in-use", lambda t, f: ["dashboard", str(t), "--address", "127.0.0.1", "--port",
                                                 str(f["port"])], 2, "is already in use"),
 ]
@@ -394,6 +467,35 @@ def _offline(monkeypatch, tmp: Path) -> None:
             for name in names:
                 if hasattr(sys.modules[module], name):
                     monkeypatch.setattr(sys.modules[module], name, True)
+
+
+@pytest.fixture()
+def small_disk():
+    """small_disk(dir): a full 64 KiB tmpfs mounted at `dir` (root only) holding an earlier output file; unmounted
+    when the test ends."""
+    mounted = []
+
+    def mount(directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(directory)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(directory)
+        (directory / "g.jsonl").write_text("an earlier output\n")
+        fd = os.open(directory / "fill", os.O_WRONLY | os.O_CREAT)
+        try:  # fill the disk to its last byte
+            while os.write(fd, b"\0" * 1024):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        return directory
+
+    yield mount
+    for d in mounted:
+        subprocess.run(["umount", "-l", str(d)], check=False)
 
 
 def _held(fixtures: dict, directory: Path) -> Path:
@@ -429,12 +531,14 @@ def no_heavy_work(monkeypatch):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_bad_input_gets_one_line_and_loses_nothing(case, tmp_path, hold_lock, busy_port, no_heavy_work, monkeypatch):
+def test_bad_input_gets_one_line_and_loses_nothing(case, tmp_path, hold_lock, busy_port, no_heavy_work, monkeypatch,
+                                                   small_disk):
     monkeypatch.chdir(tmp_path)  # a default run directory (runs/...) would land here
     monkeypatch.setenv("DHPO_SUITE_CACHE", str(tmp_path / "cache"))  # no case may build the tiny model
     work = tmp_path / "w"
     work.mkdir()
-    argv = case.setup(work, {"hold": hold_lock, "port": busy_port, "offline": lambda t: _offline(monkeypatch, t)})
+    argv = case.setup(work, {"hold": hold_lock, "port": busy_port, "offline": lambda t: _offline(monkeypatch, t),
+                             "disk": small_disk})
     before = _snapshot(work)
     started = time.monotonic()
     res = CliRunner().invoke(app, argv)
@@ -448,6 +552,9 @@ def test_bad_input_gets_one_line_and_loses_nothing(case, tmp_path, hold_lock, bu
     after = _snapshot(work)
     assert {k: after.get(k) for k in before} == before  # nothing already written was lost or changed
     assert not (work / "PWNED").exists()  # the crafted pickle ran no code
+    for path in case.absent:  # no folder made for nothing, no temporary file left ("x/.tmp-": any such name)
+        folder, _, prefix = path.rpartition("/")
+        assert not [p for p in (work / folder).iterdir() if p.name.startswith(prefix)], f"{path} left behind"
     assert not (work / "res").exists() or before.get("res/arith.samples.jsonl"), "a failed eval left results"
     assert not (tmp_path / "cache").exists(), "a model was built: the check came after heavy work"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
+import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -15,7 +16,7 @@ from typing import Any, Mapping
 from .format import FORMAT_VERSION, MANIFEST, RunFormatError
 from .json_text import loads_bounded
 
-__all__ = ["Manifest", "SHARED_HPARAMS", "STATUSES", "package_versions", "git_revision", "read_manifest",
+__all__ = ["Manifest", "SHARED_HPARAMS", "STATUSES", "package_versions", "git_revision", "printable", "read_manifest",
            "run_hparams", "utc_now"]
 
 SHARED_HPARAMS = ("lr", "weight_decay", "warmup_steps", "max_grad_norm", "group_size", "prompts_per_step",
@@ -78,8 +79,14 @@ class Manifest:
                 raise RunFormatError(path, f"field {key!r} must be a JSON object, got {type(d[key]).__name__}")
         if "status" in d and d["status"] not in STATUSES:
             raise RunFormatError(path, f"field 'status' is {d['status']!r}; expected one of {STATUSES}")
-        if not isinstance(d.get("format_version", FORMAT_VERSION), int):
-            raise RunFormatError(path, "field 'format_version' must be an integer")
+        for key, kind in _FIELD_TYPES.items():
+            if key in d and not _is_a(d[key], kind):
+                raise RunFormatError(path, f"field {key!r} must be {_KIND_NAMES[kind]}, got {type(d[key]).__name__} "
+                                           f"{printable(repr(d[key]))[:60]}")
+        d = {**d, **{k: printable(d[k]) for k in _SHOWN if isinstance(d.get(k), str)}}
+        if isinstance(d.get("hparams"), dict):
+            d["hparams"] = {printable(str(k)): printable(v) if isinstance(v, str) else v
+                            for k, v in d["hparams"].items()}
         m = cls(**{k: v for k, v in d.items() if k in known})
         unknown = {k: v for k, v in d.items() if k not in known}
         if unknown:
@@ -93,6 +100,29 @@ class Manifest:
         self.host = self.host or platform.node()
         self.argv = self.argv or list(sys.argv)
         self.started_at = self.started_at or utc_now()
+
+
+_FIELD_TYPES = {"algorithm": "str", "model": "str", "task": "str", "backend": "str", "name": "str", "host": "str",
+                "started_at": "str", "seed": "int", "format_version": "int", "git_revision": "str?", "ended_at": "str?",
+                "error": "str?", "argv": "list"}
+_KIND_NAMES = {"str": "a string", "int": "an integer", "str?": "a string or null", "list": "a list of strings"}
+_SHOWN = ("algorithm", "model", "task", "backend", "name", "host", "git_revision", "started_at", "ended_at", "error")
+"""Fields printed by compare, the dashboard and export: their control characters are escaped when read."""
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _is_a(value: Any, kind: str) -> bool:
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, str) or (kind == "str?" and value is None)
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (NUL, escape sequences, C1) and bidirectional overrides written as \\x.. /
+    \\u.... escapes: a run file's text printed to a terminal cannot move the cursor or reorder what follows."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def utc_now() -> str:

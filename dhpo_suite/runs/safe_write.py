@@ -72,12 +72,13 @@ def atomic_write_bytes(path: Path | str, data: bytes, fsync: bool = True) -> Non
 
 @contextmanager
 def staged_dir(folder: Path | str, errors: tuple[type[BaseException], ...] = (OSError,)) -> Iterator[Path]:
-    """Yield an empty temporary folder beside `folder`; on a clean exit each file in it is fsynced and renamed
-    into `folder` (created if missing; files already there under other names stay). On an error the temporary
-    folder is removed and `folder` is as it was; an OSError (or one of `errors`: a writer library's own error
-    for a full disk) is a WriteError naming the file it was writing."""
+    """Yield an empty temporary folder beside `folder` (inside it, if it exists); on a clean exit each file in it
+    is fsynced and renamed into `folder` (created if missing; files already there under other names stay). On an
+    error the temporary folder is removed and `folder` is as it was; an OSError (or one of `errors`: a writer
+    library's own error for a full disk) is a WriteError naming the file it was writing."""
     folder = Path(folder)
-    tmp = temp_name(folder)
+    # inside the folder when it exists (it may be a mount point: a rename must stay on its file system)
+    tmp = folder / f".tmp-{os.getpid()}-staged" if folder.is_dir() else temp_name(folder)
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
