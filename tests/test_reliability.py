@@ -92,3 +92,26 @@ def test_text_from_a_manifest_is_printed_escaped(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "\\x00" in res.output and "\\x1b" in res.output and "\\u202e" in res.output
     assert not any(c in res.output + res.stderr for c in ("\x00", "\x1b[2J", "\u202e"))
+
+
+def test_eval_samples_on_a_full_disk_keep_the_earlier_ones(tmp_path):
+    """The evaluator's append-only samples file: a batch the disk cannot take is one WriteError naming the file,
+    and the file holds exactly the samples written before it (no torn line)."""
+    import pytest
+
+    from dhpo_suite.runs import eval_results as er
+    from dhpo_suite.runs.safe_write import WriteError
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        path = disk / "arith.samples.jsonl"
+        with er.SampleWriter(path) as w:
+            w.write_batch([{"problem_id": "p0", "sample": 0, "response": "kept"}])
+            with pytest.raises(WriteError, match="arith.samples.jsonl: cannot write it"):
+                w.write_batch([{"problem_id": f"p{i}", "sample": 0, "response": "x" * 1000} for i in range(100)])
+        assert path.read_text() == json.dumps({"problem_id": "p0", "sample": 0, "response": "kept"}) + "\n"
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

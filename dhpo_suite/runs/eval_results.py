@@ -20,12 +20,14 @@ import json
 import os
 import re
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from dhpo_suite.runs.format import EVALS, Problem, RunFormatError
 from dhpo_suite.runs.json_text import loads_bounded
+from dhpo_suite.runs.safe_write import WriteError, atomic_file
 
 __all__ = [
     "RESULTS_VERSION",
@@ -111,12 +113,8 @@ def list_checkpoint_evals(run_dir: Path | str) -> dict[int, Path]:
 def _replace_atomic(path: Path, text: str) -> None:
     """Write `text` to a temp file, fsync, rename over `path`, fsync the folder: readers see the old or the new
     file, never half."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_file(path, "w", encoding="utf-8") as f:  # runs.safe_write: WriteError names the file
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -203,15 +201,21 @@ class SampleWriter:
             valid = read_samples(self.path).valid_bytes
             if valid != self.path.stat().st_size:
                 os.truncate(self.path, valid)
-        self._f = open(self.path, "a", encoding="utf-8")
+        self._f = open(self.path, "ab", buffering=0)  # unbuffered: a failed write leaves nothing queued behind
 
     def write_batch(self, records: Iterable[dict]) -> int:
         """Append records (one JSON line each), flush, fsync if due. Returns how many were written."""
         lines = [json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records]
-        self._f.write("".join(lines))
-        self._f.flush()
-        if time.monotonic() - self._synced >= self.fsync_every:
-            self.sync()
+        data, before = memoryview("".join(lines).encode("utf-8")), self._f.tell()
+        try:
+            while data:
+                data = data[self._f.write(data):]
+            if time.monotonic() - self._synced >= self.fsync_every:
+                self.sync()
+        except OSError as e:  # a full disk: the batch is taken back whole, the earlier samples stay
+            with suppress(OSError):
+                os.truncate(self.path, before)
+            raise WriteError(self.path, e) from None
         return len(lines)
 
     def sync(self) -> None:
@@ -220,9 +224,10 @@ class SampleWriter:
 
     def close(self) -> None:
         if not self._f.closed:
-            self._f.flush()
-            self.sync()
-            self._f.close()
+            try:
+                self.sync()
+            finally:
+                self._f.close()
 
     def __enter__(self) -> "SampleWriter":
         return self
