@@ -42,6 +42,8 @@ def _class_names(path: Path, cls: str, init: bool) -> set[str]:
 
 def check_engine_keywords(keys: list[str]) -> None:
     """ValueError naming the first key vllm.LLM does not take (with the nearest names)."""
+    if "trust_remote_code" in keys:  # the model directory checks refuse shipped code; so does this door
+        raise ValueError("--engine-arg: trust_remote_code is refused: dhpo-suite never runs code shipped with a model")
     known = engine_keywords()
     if known is None:
         return

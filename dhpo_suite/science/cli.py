@@ -19,7 +19,7 @@ from dhpo_suite.runs.safe_write import atomic_file, staged_dir
 from dhpo_suite.science.prereg import PreregError, digest, parse
 from dhpo_suite.train import sweep as sw
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
-from dhpo_suite.train.embedded.config import ConfigError, TrainConfig
+from dhpo_suite.train.embedded.config import MAX_SEED, ConfigError, TrainConfig
 
 __all__ = ["SweepArgs", "register"]
 
@@ -192,6 +192,8 @@ def _requested(algos, clip, seeds, v: Values, train_args: list[str]):
         seed_list = tuple(range(int(seeds))) if "," not in seeds else tuple(int(s) for s in seeds.split(","))
     except ValueError:
         raise sw.SweepError(f"--seeds: expected a count or a comma list of integers, got {seeds!r}") from None
+    if seed_list and max(seed_list) > MAX_SEED:  # each run checks its own seed only when it starts
+        raise sw.SweepError(f"--seeds: {max(seed_list)} is past the largest seed, {MAX_SEED}")
     if not names or not seed_list or len(set(seed_list)) != len(seed_list) or min(seed_list) < 0:
         raise sw.SweepError(f"--algos/--seeds: need at least one objective and distinct seeds >= 0 "
                             f"(got {algos!r}, {seeds!r})")
@@ -219,12 +221,16 @@ def _read_prereg(path: Path) -> bytes:
     """The bytes of the pre-registration file, checked (every field) before anything is written."""
     from dhpo_suite.science.compare import METRIC_DOCS
 
+    from dhpo_suite.runs.format import RunFormatError
+    from dhpo_suite.runs.json_text import check_depth
+
     try:
         data = path.read_bytes()
+        check_depth(data.decode("utf-8", errors="replace"), path)  # the JSON decoder recursed once per bracket
         parse(data, str(path), tuple(METRIC_DOCS))
     except OSError as e:
         raise sw.SweepError(f"--prereg: {path}: {e.strerror}") from None
-    except PreregError as e:
+    except (PreregError, RunFormatError) as e:
         raise sw.SweepError(f"--prereg: {e}") from None
     return data
 

@@ -21,6 +21,8 @@ NAMED_HPARAMS = ("clip", "eps_low", "eps_high", "seq_eps_low", "seq_eps_high", "
 """Objective settings that also have a flag of their own (`--eps-low` is `--hp eps_low=`): the same names."""
 
 
+MIN_TEMPERATURE = 1e-3
+"""Smallest --temperature: the sampler divides the logits by it (near-greedy sampling needs no less)."""
 MAX_SEED = 2**32 - 1
 """Largest --seed: the run derives other seeds from it (seed * 1_000_003 + step for sampling), and torch's and
 numpy's generators take 64 and 32 bits."""
@@ -163,6 +165,9 @@ class TrainConfig:
                                               f"{self.prompts_per_step * self.group_size} responses of a step")
         _positive("lr", self.lr, upper=1.0)
         _positive("temperature", self.temperature, upper=10.0)
+        if self.temperature < MIN_TEMPERATURE:  # logits / 1e-320 overflow: the sampler would see inf and NaN
+            raise ConfigError("temperature", f"must be > 0 and at least {MIN_TEMPERATURE} (below it the logits "
+                                             f"overflow), got {self.temperature!r}")
         _positive("max_grad_norm", self.max_grad_norm)
         if not self.weight_decay >= 0 or not math.isfinite(self.weight_decay):  # NaN fails `>=`
             raise ConfigError("weight_decay", f"must be a finite number >= 0, got {self.weight_decay}")
@@ -178,6 +183,8 @@ class TrainConfig:
             except ModelDirError as e:
                 raise ConfigError("model", str(e)) from None
         self.compute()
+        if self.out is not None and not str(self.out).strip():  # "" would be the current folder
+            raise ConfigError("out", "an empty path; give the run directory, or leave --out out for runs/<name>")
         if self.resume and self.out is None:
             raise ConfigError("resume", "needs --out: the run directory to continue")
         object.__setattr__(self, "_valid", True)  # not a field: equality, replace() and to_dict() ignore it
