@@ -2,7 +2,8 @@
 
 Each case runs the real CLI in this process (typer's runner), in a fresh temporary folder, with a per-case alarm.
 Loading a model, building the tiny one or starting the vLLM engine counts against the case: every refusal must
-come first. Outcomes:
+come first; so does starting a sweep's runs or the evaluator's workers (processes the alarm would not stop).
+Outcomes:
 
     one-line exit 2   the refusal: exit status 2, one line on stderr starting "error:", no traceback
     ok                exit 0, and the case's check of what was written or printed holds
@@ -271,7 +272,7 @@ CASES: list[Case] = [
     E("eval-samples-negative", ev("--samples", "-1")),
     E("eval-bench-unknown", ev("--bench", "nosuch")),
     E("eval-model-and-run", lambda t: ev("--run", str(t))(t)),
-    E("eval-run-without-checkpoints", lambda t: ["eval", "--bench", "arith", "--run", str(synthetic(t / "r"))]),
+    E("eval-run-checkpoint-not-a-model", lambda t: ["eval", "--bench", "arith", "--run", str(synthetic(t / "r"))]),
     E("eval-steps-half-numbers", lambda t: ["eval", "--run", str(t), "--steps", "1,x"]),
     E("eval-max-model-len-0", ev("--max-model-len", "0")),
     E("eval-grader-timeout-nan", ev("--grader-timeout", "nan")),
@@ -321,8 +322,10 @@ class Hang(BaseException):
 
 def _guard_heavy_work() -> None:
     """Loading a model, building the tiny one or starting the engine fails the case (a check came too late)."""
+    import dhpo_suite.eval.cli as eval_cli
     import dhpo_suite.eval.engine as engine
     import dhpo_suite.models.local as local
+    import dhpo_suite.train.sweep as sweep
     import dhpo_suite.train.embedded.run_setup as run_setup
 
     def heavy(what):
@@ -333,6 +336,8 @@ def _guard_heavy_work() -> None:
     local.load_model = heavy("model load")
     run_setup.resolve_model_dir = heavy("model build")
     engine.Engine.__init__ = heavy("vLLM engine")
+    sweep.run_sweep = heavy("a sweep's training runs")  # child processes: the alarm would not stop them
+    eval_cli.run_workers = heavy("evaluator worker processes")
 
 
 def outcome(case: Case, res, folder: Path) -> str:

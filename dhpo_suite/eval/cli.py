@@ -25,7 +25,7 @@ from dhpo_suite.eval.protocols import PROTOCOLS, get_protocol
 from dhpo_suite.eval.report import detail_table, headline_table, progress_bars
 from dhpo_suite.eval.runner import EvalSettings, evaluate, precheck, summarize_dir
 from dhpo_suite.eval.runner import regrade as regrade_dir
-from dhpo_suite.models.local import ModelDirError, refuse_custom_code
+from dhpo_suite.models.local import ModelDirError, check_model_dir, refuse_custom_code
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.format import CHECKPOINTS, checkpoint_path, complete_checkpoints
 from dhpo_suite.runs.lock import LOCK_FILE, DirLock, LockHeld
@@ -281,6 +281,10 @@ def _run_one(model_dir, results, names, settings, options, resume, regrade, cons
     precheck(results, model_dir, resume)  # another model's results fail now, not after loading this one
     for name in names:  # bad data fails now, not after minutes of model loading
         load_problems(name, settings.data_dir, settings.limit, seed=options.seed)
+    try:
+        check_model_dir(model_dir)  # model_type, weights, tokenizer: refused here, not from inside the engine
+    except ModelDirError as e:
+        raise ValueError(str(e)) from None
     console.print(f"loading {model_dir} ...")
     engine = Engine(model_dir, options)
     try:
