@@ -8,20 +8,22 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 NAME = "nan-from-step-2"
 
 
-def _register() -> None:
+@pytest.fixture()
+def nan_objective():
+    """The objective, registered as docs/extending.md does, and removed after the test (other tests list the
+    registry)."""
     from dhpo_suite.train.objectives import get_objective
-    from dhpo_suite.train.objectives.registry import objective_names, register_objective
+    from dhpo_suite.train.objectives import registry
 
-    if NAME in objective_names():
-        return
     grpo, calls = get_objective("grpo"), []
 
-    @register_objective(NAME)
+    @registry.register_objective(NAME)
     def nan_from_step_2(x, *, loss_agg_mode: str = "token-mean"):
         out = grpo.fn(x, **grpo.hparams)
         calls.append(1)
@@ -29,12 +31,15 @@ def _register() -> None:
             out = dataclasses.replace(out, loss=out.loss * float("nan"))
         return out
 
+    yield NAME
+    registry._REGISTRY.pop(NAME, None)
+    registry._NEEDS_ENTROPY.pop(NAME, None)
 
-def test_a_nan_loss_stops_the_run_at_its_step(tiny_model_dir, tmp_path, monkeypatch):
+
+def test_a_nan_loss_stops_the_run_at_its_step(nan_objective, tiny_model_dir, tmp_path, monkeypatch):
     from dhpo_suite.cli import app
     from dhpo_suite.runs import RunReader
 
-    _register()
     monkeypatch.setenv("DHPO_SUITE_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
     res = CliRunner().invoke(app, [
