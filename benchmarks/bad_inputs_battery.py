@@ -23,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -50,10 +51,13 @@ def model_dir(path: Path, config: dict | str | None = None, weights: bool = True
 def synthetic(path: Path, steps: int = 3, **manifest) -> Path:
     from dhpo_suite.testing.synthetic_runs import write_synthetic_run
 
-    run = write_synthetic_run(path, steps=steps, prompts=2, group_size=2, max_len=8)
-    if manifest:
-        data = json.loads((run / "manifest.json").read_text())
-        (run / "manifest.json").write_text(json.dumps({**data, **manifest}))
+    return synthetic_edit(write_synthetic_run(path, steps=steps, prompts=2, group_size=2, max_len=8), manifest)
+
+
+def synthetic_edit(run: Path, fields: dict) -> Path:
+    """The run with these manifest fields replaced (as a damaged or hand-edited manifest has them)."""
+    data = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**data, **fields}))
     return run
 
 
@@ -103,8 +107,7 @@ class Case:
     check: Callable[[Path, str], bool] | None = None  # (folder, stdout + stderr) -> what was done is right
 
 
-def E(cid: str, argv: Callable[[Path], list[str]]) -> Case:
-    return Case(cid, argv)
+E = Case  # a case whose input is refused
 
 
 def train(*a: str) -> Callable[[Path], list[str]]:
@@ -119,40 +122,23 @@ def sweep(*a: str) -> Callable[[Path], list[str]]:
     return lambda t: ["sweep", str(t / "sw"), *a]
 
 
-TRAIN_OPTIONS = [  # (id, options): each refused before the model loads
-    ("lr-inf", "--lr inf"), ("lr-zero", "--lr 0"), ("lr-underflow", "--lr 1e-400"), ("lr-nan", "--lr nan"),
-    ("temperature-inf", "--temperature inf"), ("temperature-nan", "--temperature nan"),
-    ("temperature-denormal", "--temperature 1e-320"), ("max-grad-norm-nan", "--max-grad-norm nan"),
-    ("max-grad-norm-negative", "--max-grad-norm -1"), ("weight-decay-inf", "--weight-decay inf"),
-    ("weight-decay-negative", "--weight-decay -1"), ("reward-unmarked-inf", "--reward-unmarked inf"),
-    ("reward-unmarked-negative", "--reward-unmarked -0.5"), ("sft-target-2", "--sft-target 2"),
-    ("steps-negative", "--steps -1"), ("steps-float", "--steps 1e3"), ("group-size-1", "--group-size 1"),
-    ("G-0", "-G 0"), ("prompts-0", "--prompts-per-step 0"), ("ppo-epochs-0", "--ppo-epochs 0"),
-    ("mini-batches-huge", "--mini-batches 1000"), ("micro-batch-0", "--micro-batch 0"),
-    ("warmup-negative", "--warmup-steps -1"), ("checkpoint-every-0", "--checkpoint-every 0"),
-    ("eval-every-negative", "--eval-every -1"), ("eval-prompts-0", "--eval-prompts 0"),
-    ("train-pool-0", "--train-pool 0"), ("train-pool-below-prompts", "--train-pool 7 --prompts-per-step 8"),
-    ("chunk-tokens-0", "--chunk-tokens 0"), ("threads-0", "--threads 0"), ("grader-workers-0", "--grader-workers 0"),
-    ("max-new-tokens-0", "--max-new-tokens 0"), ("seed-negative", "--seed -1"), ("seed-2^32", "--seed 4294967296"),
-    ("sft-max-steps-negative", "--sft-max-steps -5"), ("logger-unknown", "--logger foo"),
-    ("logger-half-unknown", "--logger tensorboard,foo"), ("task-unknown", "--task nosuch"),
-    ("clip-unknown", "--clip diagonal"), ("loss-agg-unknown", "--loss-agg-mode nosuch"),
-    ("hp-unknown", "--hp nosuch=1"), ("hp-no-equals", "--hp eps_low"), ("hp-not-a-number", "--hp eps_low=abc"),
-    ("hp-eps-low-negative", "--hp eps_low=-0.1"), ("hp-eps-low-1.5", "--hp eps_low=1.5"),
-    ("hp-eps-high-minus-inf", "--hp eps_high=-inf"), ("hp-seq-eps-low-nan", "--hp seq_eps_low=nan"),
-    ("sapo-tau-pos-nan", "--algo sapo --hp tau_pos=nan"), ("sapo-tau-neg-inf", "--algo sapo --hp tau_neg=inf"),
-    ("sapo-tau-pos-0", "--algo sapo --hp tau_pos=0"), ("cispo-eps-high-nan", "--algo cispo --hp eps_high=nan"),
-    ("gmpo-eps-low-inf", "--algo gmpo --eps-low inf"), ("grpo-dual-clip-nan", "--algo grpo --hp dual_clip=nan"),
-    ("grpo-dual-clip-negative", "--algo grpo --hp dual_clip=-1"), ("dhpo-e-mixing-avg", "--hp mixing=avg"),
-    ("hp-overflow-to-inf", "--algo dhpo-a --hp avg_weight=1e309"), ("eps-low-given-twice",
-                                                                    "--eps-low 0.1 --hp eps_low=0.2"),
-    ("hp-key-twice", "--hp eps_low=0.1 --hp eps_low=0.2"), ("backend-tpu", "--backend tpu"),
-    ("precision-nan", "--precision nan"), ("device-negative", "--device cuda:-1"),
-    ("seq-eps-high-huge-overflow", "--seq-eps-high 1e999"),
-]
+TRAIN_OPTIONS = """
+--lr inf | --lr 0 | --lr 1e-400 | --lr nan | --temperature inf | --temperature nan | --temperature 1e-320 |
+--max-grad-norm nan | --max-grad-norm -1 | --weight-decay inf | --weight-decay -1 | --reward-unmarked inf |
+--reward-unmarked -0.5 | --sft-target 2 | --steps -1 | --steps 1e3 | --group-size 1 | -G 0 | --prompts-per-step
+0 | --ppo-epochs 0 | --mini-batches 1000 | --micro-batch 0 | --warmup-steps -1 | --checkpoint-every 0 |
+--eval-every -1 | --eval-prompts 0 | --train-pool 0 | --train-pool 7 --prompts-per-step 8 | --chunk-tokens 0 |
+--threads 0 | --grader-workers 0 | --max-new-tokens 0 | --seed -1 | --seed 4294967296 | --sft-max-steps -5 |
+--logger foo | --logger tensorboard,foo | --task nosuch | --clip diagonal | --loss-agg-mode nosuch | --hp
+nosuch=1 | --hp eps_low | --hp eps_low=abc | --hp eps_low=-0.1 | --hp eps_low=1.5 | --hp eps_high=-inf | --hp
+seq_eps_low=nan | --algo sapo --hp tau_pos=nan | --algo sapo --hp tau_neg=inf | --algo sapo --hp tau_pos=0 |
+--algo cispo --hp eps_high=nan | --algo gmpo --eps-low inf | --algo grpo --hp dual_clip=nan | --algo grpo --hp
+dual_clip=-1 | --hp mixing=avg | --algo dhpo-a --hp avg_weight=1e309 | --eps-low 0.1 --hp eps_low=0.2 | --hp
+eps_low=0.1 --hp eps_low=0.2 | --backend tpu | --precision nan | --device cuda:-1 | --seq-eps-high 1e999
+""".replace("\n", " ").split(" | ")  # each refused before the model loads
 
 CASES: list[Case] = [
-    *[E(f"train-{cid}", train(*opts.split())) for cid, opts in TRAIN_OPTIONS],
+    *[E("train" + re.sub(r"[^\w^.]+", "-", opts), train(*opts.split())) for opts in TRAIN_OPTIONS],
     # train: model directories and run files
     E("train-model-missing", train("--model", "/no/such/model")),
     E("train-model-config-invalid", lambda t: train("--model", str(model_dir(t / "m", "{nope")))(t)),
@@ -287,13 +273,11 @@ CASES: list[Case] = [
 
 
 def _edit(run: Path, **fields) -> Path:
-    data = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**data, **fields}))
-    return run
+    return synthetic_edit(run, fields)
 
 
 def _raw_manifest(sweep: Path, data: bytes) -> Path:
-    (sweep / "run" / "manifest.json").write_bytes(data)
+    write(sweep / "run" / "manifest.json", data)
     return sweep
 
 
@@ -375,8 +359,8 @@ def run_case(case: Case, root: Path, timeout_s: int) -> tuple[str, str, float]:
         verdict, shown = "hang", f"no answer within {timeout_s} s"
     finally:
         signal.alarm(0)
-    if (folder / "PWNED").exists():
-        verdict, shown = "silent wrong", "a model's template ran code"
+    if (folder / "PWNED").exists():  # a model's template ran code
+        verdict, shown = "silent wrong", "PWNED"
     return verdict, shown, time.monotonic() - started
 
 

@@ -55,7 +55,7 @@ class _OneLineErrors(TyperGroup):
         except typer.TyperException as e:
             _usage_error(e)
         except WriteError as e:  # any command's output (runs/safe_write.py): the file, the cause, nothing half-written
-            typer.echo(f"error: {one_line(e)}", err=True)
+            typer.echo(f"error: {one_line(str(e))}", err=True)
             raise typer.Exit(2) from None
         except Exception as e:  # noqa: BLE001 - the last line of defence: no traceback unless asked for
             if debug_enabled():
