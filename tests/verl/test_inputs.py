@@ -119,6 +119,47 @@ def test_dry_run_prints_the_losss_settings_once(tmp_path):
     assert "eps_low        0.0003" in result.stdout  # GSPO's paper region, not verl's 0.2
 
 
+def test_dry_run_shows_verls_algorithm_around_the_loss(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--backend", "verl", "--algo", "dhpo-e", "--dry-run",
+                                      "--out", str(tmp_path / "run"), "actor_rollout_ref.rollout.n=8"])
+    assert result.exit_code == 0, result.output
+    table = result.stdout[result.stdout.index("verl's algorithm around it"):].splitlines()
+    assert table[1].split() == ["adv_estimator", "grpo", "algorithm.adv_estimator"]
+    assert table[2].split() == ["rollout.n", "8", "actor_rollout_ref.rollout.n"]  # the group size, the user's
+    assert table[3].split() == ["rollout_correction", "off", "algorithm.rollout_correction"]
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("algorithm.adv_estimator=bogus", "error: algorithm.adv_estimator=bogus: "),
+    ("actor_rollout_ref.rollout.n=1", "error: actor_rollout_ref.rollout.n=1: "),
+])
+def test_dry_run_refuses_a_setting_that_changes_the_algorithm(tmp_path, override, needle):
+    result = CliRunner().invoke(app, ["train", "--backend", "verl", "--algo", "dhpo-e", "--dry-run",
+                                      "--out", str(tmp_path / "run"), override])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(needle), result.stderr
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_verls_own_loss_through_the_launcher_is_one_line_and_no_lock(tmp_path, tiny_model_dir, capsys, dry_run):
+    """`--algo gspo ... policy_loss.loss_mode=gspo` (verl's own GSPO, not ours): refused in one line naming the
+    key, before any run directory or `.writer.lock` exists (it used to end in an AttributeError, lock left)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("train", "val"):
+        pq.write_table(pa.table({"prompt": ["What is 1 + 1?"] * 512, "answer": ["2"] * 512}), data / f"{name}.parquet")
+    code = run("gspo", "qwen3-1.7b", [f"actor_rollout_ref.model.path={tiny_model_dir}",
+                                      "actor_rollout_ref.actor.policy_loss.loss_mode=gspo"],
+               dry_run=dry_run, out=tmp_path / "run", data_dir=data)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: actor_rollout_ref.actor.policy_loss.loss_mode=gspo: not a dhpo_suite loss")
+    assert not (tmp_path / "run").exists()
+
+
 def test_data_file_without_answers_is_one_error_line(tmp_path):
     src = _jsonl(tmp_path / "probs.jsonl", [{"problem": "1+1", "answer": "2"}, {"problem": "2+2"}])
     result = CliRunner().invoke(app, ["data", "prepare", str(src), "--out", str(tmp_path / "out")])

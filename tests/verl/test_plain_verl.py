@@ -34,15 +34,17 @@ def parquet(tmp_path_factory) -> Path:
 
 
 # What every verl example script sets besides the loss (verl's examples/grpo_trainer/*.sh): GRPO advantages,
-# micro-batch sizes (verl's validation requires them), no KL loss.
+# micro-batch sizes (verl's validation requires them), no KL loss, 5 responses per prompt.
 VERL_USER = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
              "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16", "actor_rollout_ref.actor.use_kl_loss=false",
              "algorithm.use_kl_in_reward=false"]
+GROUP = "actor_rollout_ref.rollout.n=5"
 
 
-def _inputs(model: Path, data: Path) -> list[str]:
-    return [*VERL_USER, f"actor_rollout_ref.model.path={model}", f"data.train_files={data}", f"data.val_files={data}"]
+def _inputs(model: Path, data: Path, group: tuple[str, ...] = (GROUP,)) -> list[str]:
+    return [*VERL_USER, *group, f"actor_rollout_ref.model.path={model}", f"data.train_files={data}",
+            f"data.val_files={data}"]
 
 
 def _main_config(overrides: list[str]):
@@ -102,6 +104,47 @@ def test_loss_mode_alone_trains_the_papers_settings(name, tiny_model_dir, parque
     assert "paper default (verl's YAML: token-mean)" in table
 
 
+def test_verls_gae_default_becomes_group_advantages_and_the_run_is_recorded(tiny_model_dir, parquet, tmp_path,
+                                                                            capsys):
+    """A plain launch that leaves verl's `algorithm.adv_estimator` at its YAML default (gae: PPO with a critic)
+    gets the paper's grpo (eq. 1), as it gets the paper's clip ranges, and the table says where it came from;
+    telemetry's response budget is data.max_response_length; the manifest the driver writes records verl's
+    seed (the rollout's 42, verl's YAML; data.seed is null), the training files and the resolved config."""
+    from verl.trainer.ppo.utils import need_critic
+
+    from dhpo_suite.runs import read_manifest
+
+    overrides = [o for o in _inputs(tiny_model_dir, parquet) if not o.startswith("algorithm.adv_estimator")]
+    cfg = _main_config(["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e",
+                        "data.max_response_length=700",
+                        f"+actor_rollout_ref.actor.policy_loss.run_dir={tmp_path / 'run'}", *overrides])
+    assert cfg.algorithm.adv_estimator == "gae" and need_critic(cfg)  # verl's own default, before the check
+    _verl_validate(cfg)
+    table = capsys.readouterr().out
+    assert cfg.algorithm.adv_estimator == "grpo" and not need_critic(cfg)
+    assert "adv_estimator       grpo                   paper default (verl's YAML: gae)" in table
+    assert "rollout.n           5                      actor_rollout_ref.rollout.n" in table
+    assert cfg.actor_rollout_ref.actor.policy_loss.telemetry.max_response_length == 700
+    m = read_manifest(tmp_path / "run")
+    assert (m.algorithm, m.backend, m.status, m.seed) == ("dhpo-e", "verl", "running", 42)
+    assert m.task == str(parquet) and m.config["algorithm"]["adv_estimator"] == "grpo"
+    assert m.hparams["group_size"] == 5 and m.telemetry["max_response_length"] == 700
+
+
+def test_a_group_of_one_is_refused_whoever_set_it(tiny_model_dir, parquet):
+    """verl's YAML rollout.n=1: every group-normalised advantage is 0. Raising it multiplies the rollouts, so it
+    is refused (one line naming the key), not raised silently."""
+    from dhpo_suite.train.verl_backend.startup import StartupError, check
+
+    cfg = _main_config(["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.grpo",
+                        *_inputs(tiny_model_dir, parquet, group=())])
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().cfg = None  # type: ignore[assignment]
+    with pytest.raises(StartupError, match=r"^actor_rollout_ref.rollout.n=1: algorithm.adv_estimator=grpo "):
+        check(cfg, frozenset(), inputs=False)
+
+
 def test_a_value_the_user_wrote_is_kept_even_when_it_is_verls_default(tiny_model_dir, parquet, capsys):
     """clip_ratio_high=0.2 on the command line is the user's choice (DHPO without clip-higher), not verl's default."""
     cfg = _main_config(["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e",
@@ -138,11 +181,15 @@ def _main_ppo(overrides: list[str], cwd: Path) -> tuple[subprocess.CompletedProc
      "error: actor_rollout_ref.actor.calculate_entropy=false: dhpo_suite.dhpo-e mixes by the token entropy"),
     (["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.grpo", "actor_rollout_ref.model.path=/no/such/model"],
      "error: actor_rollout_ref.model.path=/no/such/model: no such model directory"),
+    (["actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.grpo", "algorithm.adv_estimator=bogus"],
+     "error: algorithm.adv_estimator=bogus: dhpo_suite objectives take group-normalised advantages"),
 ])
 def test_plain_main_ppo_stops_before_ray_with_one_line(extra, needle, tiny_model_dir, parquet, tmp_path):
     """The real `python -m verl.trainer.main_ppo`: the refusal is one line, exit 2, before `ray.init` (which
     verl announces as "ray init kwargs") — so before any rollout, model load or worker start."""
-    proc, seconds = _main_ppo([*_inputs(tiny_model_dir, parquet), *extra], tmp_path)
+    ours = {o.split("=")[0] for o in extra}
+    proc, seconds = _main_ppo([*[o for o in _inputs(tiny_model_dir, parquet) if o.split("=")[0] not in ours], *extra],
+                              tmp_path)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert needle in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")

@@ -89,3 +89,31 @@ def test_registration_message_when_loss_is_missing():
     with pytest.raises(ValueError, match="unknown dhpo_suite objective 'dhpo-x'"):
         check_registered("dhpo_suite.dhpo-x")
     check_registered("vanilla")  # not ours: no opinion
+
+
+OTHER_VERL = r"""
+import importlib.metadata as metadata
+real = metadata.version
+metadata.version = lambda name: "0.10.0" if name == "verl" else real(name)   # as if verl 0.10.0 were installed
+import verl
+from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
+from dhpo_suite.train.verl_backend.launch import LaunchError, plan
+print("registered:", any(k.startswith("dhpo_suite.") for k in POLICY_LOSS_REGISTRY))
+try:
+    plan("grpo", "qwen3-1.7b")
+except LaunchError as e:
+    print("launcher:", e)
+"""
+
+
+@pytest.mark.slow
+def test_another_verl_is_refused_at_plugin_load_in_one_line():
+    """A verl the seam was not audited against: the plugin patches nothing and says which verl it supports and
+    which is installed, once, in one line (verl itself would log it at DEBUG); the launcher refuses likewise."""
+    out = subprocess.run([sys.executable, "-c", OTHER_VERL], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = "dhpo_suite's verl plugin supports verl 0.9.1; verl 0.10.0 is installed"
+    assert [x for x in out.stderr.splitlines() if "dhpo_suite's verl plugin" in x] == [
+        f"error: {line} (pip install verl==0.9.1, or a dhpo-suite release for yours)"]
+    assert "registered: False" in out.stdout
+    assert f"launcher: {line}" in out.stdout

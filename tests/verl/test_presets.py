@@ -123,6 +123,17 @@ def test_user_overrides_win_and_reach_the_loss(tmp_path):
      "+actor_rollout_ref.actor.policy_loss.hparams.dual_clip)"),
     ("dhpo-e", "actor_rollout_ref.actor.calculate_entropy=false", "calculate_entropy=false: dhpo_suite.dhpo-e mixes"),
     ("grpo", "algorithm.rollout_correction.rollout_is=token", "rollout_correction.rollout_is=token: dhpo_suite"),
+    # Settings of verl's algorithm around the loss (issue 42): group advantages over groups of >= 2, no
+    # rejection sampling (it rewrites the response mask), no bypass mode (old log-probs from vLLM).
+    ("dhpo-e", "algorithm.adv_estimator=bogus", "algorithm.adv_estimator=bogus: dhpo_suite objectives take "
+     "group-normalised advantages (the paper's eq. 1): set algorithm.adv_estimator=grpo"),
+    ("grpo", "algorithm.adv_estimator=gae", "algorithm.adv_estimator=gae: dhpo_suite objectives take"),
+    ("dhpo-e", "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.rollout.n=1: algorithm.adv_estimator=grpo "
+     "normalises each response's reward within its prompt's group"),
+    ("grpo", "algorithm.rollout_correction.rollout_rs=token_k1", "algorithm.rollout_correction.rollout_rs=token_k1: "
+     "rejection sampling rewrites the response mask"),
+    ("grpo", "algorithm.rollout_correction.bypass_mode=true", "algorithm.rollout_correction.bypass_mode=true: old "
+     "log-probs would be the rollout engine's"),
     ("grpo", "actor_rollout_ref.rollout.max_model_len=2048", "max_model_len=2048 < data.max_prompt_length + "),
     ("grpo", "actor_rollout_ref.actor.clip_ratio_hi=0.3", "verl override actor_rollout_ref.actor.clip_ratio_hi: no "
      "such key in verl's config (did you mean actor_rollout_ref.actor.clip_ratio_high?)"),

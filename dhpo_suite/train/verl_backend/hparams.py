@@ -21,6 +21,7 @@ The driver resolves once (startup.py) and marks `policy_loss.resolved`; workers 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Mapping
 
 __all__ = ["ACTOR", "HPARAMS_KEY", "VERL_FIELDS", "Resolution", "check_given", "format_value", "hparam_overrides",
@@ -74,12 +75,19 @@ class Resolution:
     """Setting -> the config key it came from, or "paper default"."""
     verl_writes: dict[str, Any]
     """verl actor field -> value to write so verl's config shows the value the loss uses."""
+    algorithm: dict[str, tuple[Any, str]] = dataclass_field(default_factory=dict)
+    """verl's settings that change the algorithm around the loss (advantage estimator, group size, rollout
+    correction): name -> (value, where it came from); startup.py fills it."""
 
     def table(self) -> str:
-        """The settings the loss uses, one per line (printed once at start-up, and by --dry-run)."""
+        """The settings the loss uses, one per line (printed once at start-up, and by --dry-run), then verl's
+        algorithm settings around it."""
         width = max(len(k) for k in self.hparams)
         rows = [f"  {k:<{width}}  {format_value(v):<22} {self.source[k]}" for k, v in self.hparams.items()]
-        return "\n".join([f"dhpo_suite.{self.objective}: the loss's settings", *rows])
+        width = max([len(k) for k in self.algorithm], default=0)
+        around = [f"  {k:<{width}}  {format_value(v):<22} {src}" for k, (v, src) in self.algorithm.items()]
+        head = [f"dhpo_suite.{self.objective}: the loss's settings", *rows]
+        return "\n".join(head + (["verl's algorithm around it", *around] if around else []))
 
 
 def _get(node: Any, key: str) -> Any:

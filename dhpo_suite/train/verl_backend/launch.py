@@ -104,6 +104,12 @@ def plan(
     from dhpo_suite.train.verl_backend.presets import algorithm_settings, get_preset
     from dhpo_suite.train.verl_backend.startup import StartupError, check
 
+    from dhpo_suite.train.verl_backend.seam import VerlVersionError, check_verl_version
+
+    try:
+        check_verl_version()
+    except VerlVersionError as e:
+        raise LaunchError(str(e)) from None
     try:
         algo_settings = algorithm_settings(algo)
     except ValueError as e:
@@ -136,6 +142,11 @@ def plan(
         resolution = check(cfg, override_keys(args), inputs=check_inputs)
     except StartupError as e:
         raise LaunchError(str(e)) from None
+    if resolution is None:  # the user's loss_mode override named a loss that is not ours
+        mode = cfg.actor_rollout_ref.actor.policy_loss.loss_mode
+        raise LaunchError(f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}: not a dhpo_suite loss; "
+                          f"`dhpo-suite train --backend verl` trains dhpo_suite.<name> (--algo), with its telemetry "
+                          f"and run directory; run verl's own losses with `python -m verl.trainer.main_ppo`")
     try:
         check_config(cfg)  # verl's validate_config and config dataclasses (ours ran first: startup.check)
     except Exception as e:  # verl's own checks
@@ -158,8 +169,10 @@ def _override_error(e: BaseException) -> str:
     siblings = _verl_keys(parent)
     near = difflib.get_close_matches(leaf, siblings, n=1)
     hint = f" (did you mean {parent + '.' if parent else ''}{near[0]}?)" if near else ""
-    if siblings and leaf not in siblings:
-        return f"verl override {key}: no such key in verl's config{hint}; a key of your own needs a leading +"
+    plus = re.search(r"use (\+\S+)", str(e))  # Hydra's own hint: the override with its leading +
+    if leaf not in siblings:
+        new_key = f"use {plus.group(1)}" if plus else "a key of your own needs a leading +"
+        return f"verl override {key}: no such key in verl's config{hint}; {new_key}"
     return f"verl override {key}: {_first_line(e)}"
 
 
@@ -217,26 +230,13 @@ def _derived(cfg, user_keys: set[str], preset: Any) -> list[str]:
 
 def _open_run(pl: Plan):
     """Write the run directory's manifest (resolved config included); the workers append steps."""
-    from omegaconf import OmegaConf
-
-    from dhpo_suite.runs import Manifest, RunWriter, TelemetrySpec, run_hparams
+    from dhpo_suite.runs import RunWriter
     from dhpo_suite.runs.format import manifest_path
-    from dhpo_suite.train.verl_backend.hparams import verl_shared_hparams
+    from dhpo_suite.train.verl_backend import run_manifest
     from dhpo_suite.train.verl_backend.seam import check_config
 
     actor = check_config(pl.config)["actor"]
-    hparams = pl.resolution.hparams
-    spec = TelemetrySpec(**dict(actor.policy_loss.telemetry or {}))
-    manifest = Manifest(
-        algorithm=pl.algorithm,
-        hparams=run_hparams(hparams, verl_shared_hparams(actor, pl.config.data.train_batch_size), preset=pl.preset),
-        model=str(pl.config.actor_rollout_ref.model.path),
-        task=str(pl.config.data.train_files),
-        backend="verl",
-        seed=int(pl.config.data.get("seed", 0) or 0),
-        config=OmegaConf.to_container(pl.config, resolve=True),
-        telemetry=spec.to_dict(),
-    )
+    manifest = run_manifest.build(pl.config, actor, pl.resolution.hparams, pl.algorithm, preset=pl.preset)
     return RunWriter(pl.run_dir, manifest, resume=manifest_path(pl.run_dir).exists())
 
 
@@ -270,9 +270,11 @@ def run(
         check_data_files(pl.config)
         lock = DirLock(pl.run_dir).acquire()  # one writer: a second launch on this --out is refused
         writer = _open_run(pl)
-    except (LaunchError, StartupError, LockHeld) as e:
-        if lock is not None:
+    except BaseException as e:
+        if lock is not None:  # nothing half-taken: no lock is left behind, whatever went wrong
             lock.release()
+        if not isinstance(e, (LaunchError, StartupError, LockHeld)):
+            raise
         print(f"error: {e}", file=sys.stderr)
         return 2
     with lock:

@@ -6,10 +6,13 @@ the seam (`seam.install`; `WIRING` names what verl's patched code calls: our los
 telemetry, the tracking mirror, the start-up checks), so a plain `python -m verl.trainer.main_ppo` launch is
 checked (and gets the paper's settings) like ours.
 
-verl swallows exceptions raised here (it logs them at DEBUG level). That is why runs launched by
-dhpo-suite also name `dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig` as their policy-loss
-`_target_`: resolving it imports the same code loudly and checks that the loss is registered.
+The seam was audited against one verl release (`seam.SUPPORTED_VERL`); with another one installed the plugin
+patches nothing and says so in one line. verl swallows exceptions raised here (it logs them at DEBUG level).
+That is why runs launched by dhpo-suite also name `dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig`
+as their policy-loss `_target_`: resolving it imports the same code loudly and checks that the loss is registered.
 """
+
+import sys
 
 from dhpo_suite.tracking import verl_tracking
 from dhpo_suite.train.verl_backend import cpu_platform, rank_telemetry, registration, seam, startup
@@ -28,7 +31,14 @@ WIRING = seam.Wiring(
 
 
 def install() -> None:
-    """Every patch of the plugin (idempotent): the CPU platform, then the seam's patches."""
+    """Every patch of the plugin (idempotent): the CPU platform, then the seam's patches. Another verl than the
+    one the seam knows patches nothing: one line on stderr (verl itself logs a plugin's error at DEBUG only),
+    and the error is raised (loud where our config class imports the plugin)."""
+    try:
+        seam.check_verl_version()
+    except seam.VerlVersionError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        raise
     cpu_platform.install()
     seam.install(WIRING)
 

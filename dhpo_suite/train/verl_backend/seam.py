@@ -51,10 +51,33 @@ __all__ = [
     "MicroBatch", "Wiring", "after_import", "install", "current_micro_batch", "micro_batch_entropy", "actor_config",
     "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers", "step_metric", "hf_export",
     "global_step_of", "is_registered", "policy_loss_config_base", "check_config",
-    "verl_actor_defaults", "command_line_keys", "global_step",
+    "verl_actor_defaults", "command_line_keys", "global_step", "verl_default", "SUPPORTED_VERL",
+    "VerlVersionError", "check_verl_version",
 ]
 
 _PATCHED = "__dhpo_suite_patched__"
+SUPPORTED_VERL = "0.9.1"
+"""The verl release whose internals this module was audited against (docs/verl.md)."""
+
+
+class VerlVersionError(RuntimeError):
+    """The installed verl is not the one this seam knows (one line: supported and installed versions)."""
+
+
+def check_verl_version() -> str:
+    """The installed verl's version; raises VerlVersionError unless it is SUPPORTED_VERL (checked by version
+    metadata, without importing verl)."""
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("verl")
+    except metadata.PackageNotFoundError:
+        installed = "none"
+    if installed != SUPPORTED_VERL:
+        raise VerlVersionError(f"dhpo_suite's verl plugin supports verl {SUPPORTED_VERL}; verl {installed} is "
+                               f"installed (pip install verl=={SUPPORTED_VERL}, or a dhpo-suite release for yours)")
+    return installed
+
 
 # ---- 1. patches after import ----
 class _RunAfter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -156,6 +179,10 @@ def _patch_validate_config(module: Any, wiring: Wiring) -> None:
 
     def validate_config(original: Callable, config: Any, *args: Any, **kwargs: Any) -> Any:
         wiring.check_startup(config)
+        if "use_critic" in kwargs:  # main_ppo computed it before our check set algorithm.adv_estimator
+            from verl.trainer.ppo.utils import need_critic
+
+            kwargs["use_critic"] = need_critic(config)
         return original(config, *args, **kwargs)
 
     _wrap_method(module, "validate_config", validate_config)
@@ -169,6 +196,20 @@ def command_line_keys() -> frozenset[str] | None:
     if not HydraConfig.initialized():
         return None
     return override_keys(HydraConfig.get().overrides.task)
+
+
+@functools.lru_cache(maxsize=1)
+def _verl_trainer_yaml() -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.load(str(files("verl.trainer.config") / "_generated_ppo_trainer.yaml"))
+
+
+def verl_default(key: str) -> Any:
+    """verl's own YAML value of a full `ppo_trainer` key (its generated config), None when absent."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(_verl_trainer_yaml(), key, default=None, throw_on_resolution_failure=False)
 
 
 @functools.lru_cache(maxsize=1)

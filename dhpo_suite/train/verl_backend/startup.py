@@ -10,9 +10,12 @@ For a dhpo_suite loss it resolves the objective's settings once (hparams.resolve
 never verl's YAML defaults silently) and writes them back into the config, so verl's printed config, the
 workers and the loss read one truth (`policy_loss.resolved`); turns on verl's entropy for every objective (the
 entropy telemetry, and DHPO-E's weight), refusing `calculate_entropy=false` where the objective needs it;
-refuses rollout-correction weights; checks that prompt + response fit vLLM's `max_model_len`; and checks the
-model path and the data files. Each refusal is one line naming the config key. In verl's own `main` the
-resolved table is printed once and a refusal exits with status 2 (`on_validate`).
+takes group advantages only (verl's YAML `gae` the user did not write becomes the paper's `grpo`, any
+other non-group estimator is refused) over groups of `rollout.n >= 2`; refuses verl's rollout correction
+(weights, rejection sampling, bypass mode); sets telemetry's response budget; checks that prompt + response
+fit vLLM's `max_model_len`; and checks the model path and the data files. Each refusal is one line naming the
+config key. In verl's own `main` the resolved table is printed once (and a plain launch's manifest written,
+run_manifest.py) and a refusal exits with status 2 (`on_validate`).
 
 Workers check again when verl binds their loss (`on_loss_fn_set`, before the first rollout): a config that
 reached them without this check (a program of its own calling verl's trainer) is resolved there, strictly.
@@ -20,13 +23,16 @@ reached them without this check (a program of its own calling verl's trainer) is
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from dhpo_suite.train.verl_backend import seam
-from dhpo_suite.train.verl_backend.hparams import ACTOR, VERL_FIELDS, Resolution, objective_hparams, resolve
+from dhpo_suite.train.verl_backend.hparams import (
+    ACTOR, PAPER, VERL_FIELDS, Resolution, objective_hparams, resolve,
+)
 from dhpo_suite.train.verl_backend.names import POLICY_LOSS_CONFIG, objective_of
 
 __all__ = ["StartupError", "check", "check_data_files", "check_model_path", "on_loss_fn_set", "on_validate"]
@@ -34,6 +40,10 @@ __all__ = ["StartupError", "check", "check_data_files", "check_model_path", "on_
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _WEIGHTS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")
 _TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
+GROUP_ESTIMATORS = ("grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized")
+"""verl's advantage estimators that normalise each response's reward within its prompt's group (verl 0.9.1's
+core_algos); `grpo` is the paper's eq. 1."""
+PAPER_ESTIMATOR = "grpo"
 
 
 class StartupError(ValueError):
@@ -63,13 +73,14 @@ def check(cfg: Any, explicit: frozenset[str] | None, inputs: bool = True) -> Res
     except ValueError as e:
         raise StartupError(str(e)) from None
     _check_entropy(cfg, name, get_objective(name).needs_entropy, user)
-    _check_rollout_correction(cfg)
+    algorithm = {**_check_estimator(cfg, explicit), **_check_rollout_correction(cfg)}
     _check_lengths(cfg)
     if inputs:
         check_model_path(str(cfg.actor_rollout_ref.model.path), "actor_rollout_ref.model.path")
         check_data_files(cfg)
     _write_back(cfg, res)
-    return res
+    _telemetry_budget(cfg)
+    return dataclasses.replace(res, algorithm=algorithm)
 
 
 def _set(cfg: Any, key: str, value: Any) -> None:
@@ -99,11 +110,57 @@ def _check_entropy(cfg: Any, name: str, needed: bool, user: frozenset[str] | Non
                            f"(eq. 10); set it to true (or leave it out)")
 
 
-def _check_rollout_correction(cfg: Any) -> None:
+def _check_estimator(cfg: Any, explicit: frozenset[str] | None) -> dict[str, tuple[Any, str]]:
+    """Group advantages for the paper's objectives (eq. 1), over groups of at least two responses.
+
+    verl's YAML default `gae` (PPO with a critic) that the user did not write is replaced by the paper's `grpo`,
+    as verl's clip and aggregation defaults are (hparams.resolve); one the user wrote, or any other estimator that
+    does not normalise within a prompt's group, is refused. A group size of one is refused whoever set it:
+    raising it multiplies a step's rollouts, which is not ours to decide silently."""
+    key, estimator = "algorithm.adv_estimator", str(cfg.algorithm.adv_estimator)
+    source = key
+    if estimator not in GROUP_ESTIMATORS:
+        default = seam.verl_default(key)
+        if explicit is None or key in explicit or estimator != default:
+            raise StartupError(f"{key}={estimator}: dhpo_suite objectives take group-normalised advantages (the "
+                               f"paper's eq. 1): set {key}=grpo (group-based: {', '.join(GROUP_ESTIMATORS)})")
+        _set(cfg, key, PAPER_ESTIMATOR)
+        estimator, source = PAPER_ESTIMATOR, f"{PAPER} (verl's YAML: {default})"
+    n = int(cfg.actor_rollout_ref.rollout.n)
+    if n < 2:
+        raise StartupError(f"actor_rollout_ref.rollout.n={n}: {key}={estimator} normalises each response's reward "
+                           f"within its prompt's group, so a group of {n} gets advantage 0 and nothing learns; set "
+                           f"actor_rollout_ref.rollout.n >= 2 (the paper: 16)")
+    return {"adv_estimator": (estimator, source), "rollout.n": (n, "actor_rollout_ref.rollout.n")}
+
+
+def _check_rollout_correction(cfg: Any) -> dict[str, tuple[Any, str]]:
+    """verl's rollout correction is refused, each part naming its key: IS weights (our losses take none),
+    rejection sampling (it rewrites the response mask the loss and its telemetry read), and bypass mode (old
+    log-probs from the rollout engine, not the actor: another ratio than the paper's)."""
+    key = "algorithm.rollout_correction"
     correction = cfg.get("algorithm", {}).get("rollout_correction", None) or {}
     if correction.get("rollout_is", None) is not None:
-        raise StartupError(f"algorithm.rollout_correction.rollout_is={correction.rollout_is}: dhpo_suite objectives "
-                           "take no rollout-correction importance weights; set it to null")
+        raise StartupError(f"{key}.rollout_is={correction.rollout_is}: dhpo_suite objectives take no "
+                           "rollout-correction importance weights; set it to null")
+    if correction.get("rollout_rs", None) is not None:
+        raise StartupError(f"{key}.rollout_rs={correction.rollout_rs}: rejection sampling rewrites the response "
+                           "mask that dhpo_suite losses and their telemetry read (not the paper's method); set it "
+                           "to null")
+    if bool(correction.get("bypass_mode", False)):
+        raise StartupError(f"{key}.bypass_mode=true: old log-probs would be the rollout engine's, not the actor's "
+                           "(not the paper's ratio); set it to false")
+    return {"rollout_correction": ("off", key)}
+
+
+def _telemetry_budget(cfg: Any) -> None:
+    """Telemetry counts a response as truncated when it reached the rollout's budget (data.max_response_length,
+    through rollout.response_length), not each rank's longest response."""
+    budget = f"{ACTOR}.policy_loss.telemetry.max_response_length"
+    from omegaconf import OmegaConf
+
+    if OmegaConf.select(cfg, budget, default=None) is None:
+        _set(cfg, budget, int(cfg.actor_rollout_ref.rollout.response_length))
 
 
 def _check_lengths(cfg: Any) -> None:
@@ -127,7 +184,7 @@ def check_model_path(path: str, key: str) -> str:
     missing = [what for what, ok in (
         ("config.json", (local / "config.json").is_file()),
         ("weights (*.safetensors or *.bin)", any(next(local.glob(p), None) for p in _WEIGHTS)),
-        ("a tokenizer (tokenizer.json, tokenizer.model or vocab.json)", any((local / t).is_file() for t in _TOKENIZER)),
+        ("tokenizer (tokenizer.json, tokenizer.model or vocab.json)", any((local / t).is_file() for t in _TOKENIZER)),
     ) if not ok]
     if missing:
         raise StartupError(f"{key}={path}: not a model directory: no {', no '.join(missing)}")
@@ -169,6 +226,9 @@ def on_validate(cfg: Any) -> None:
         raise SystemExit(2) from None
     if res is not None:
         print(res.table(), flush=True)
+        from dhpo_suite.train.verl_backend import run_manifest
+
+        run_manifest.write_if_absent(cfg, res.hparams, res.objective)  # a plain launch's; a launcher wrote its own
 
 
 def on_loss_fn_set(worker: Any) -> None:
