@@ -72,3 +72,6 @@ def test_each_script_trains_the_papers_settings(preset, family, data, tmp_path, 
     assert (rollout.n, rollout.temperature, rollout.top_p) == (16, 1.0, 1.0) and cfg.data.train_batch_size == 512
     assert rollout.max_model_len >= cfg.data.max_prompt_length + cfg.data.max_response_length
     assert actor.policy_loss.run_dir == str(tmp_path / "run")
+    # Telemetry's truncation budget is the rollout's, on every rank (the plugin's check writes it, issue 42).
+    assert actor.policy_loss.telemetry.max_response_length == cfg.data.max_response_length == 4096
+    assert "rollout.n           16                     actor_rollout_ref.rollout.n" in table
