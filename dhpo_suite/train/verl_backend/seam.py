@@ -52,7 +52,7 @@ __all__ = [
     "data_parallel_group", "writes_outputs", "tokenizer", "global_normalisers", "step_metric", "hf_export",
     "global_step_of", "is_registered", "policy_loss_config_base", "check_config",
     "verl_actor_defaults", "command_line_keys", "global_step", "verl_default", "SUPPORTED_VERL",
-    "VerlVersionError", "check_verl_version",
+    "VerlVersionError", "check_verl_version", "use_entropy_function",
 ]
 
 _PATCHED = "__dhpo_suite_patched__"
@@ -321,6 +321,17 @@ def actor_config(worker: Any) -> Any | None:
     loss_fn = getattr(worker, "loss_fn", None)
     config = getattr(loss_fn, "keywords", {}).get("config") if loss_fn is not None else None
     return config if config is not None and hasattr(config, "policy_loss") else None
+
+
+def use_entropy_function(worker: Any, fn: Callable[..., Any]) -> bool:
+    """Make the worker's engine compute the token entropy with `fn(logits, chunk_size=...)` (verl's FSDP engine's
+    `compute_entropy_from_logits`, used without fused kernels on remove-padding batches); False when the
+    engine has no such attribute (another engine: verl's own function stays)."""
+    engine = getattr(worker, "engine", None)
+    if engine is None or not hasattr(engine, "compute_entropy_from_logits"):
+        return False
+    engine.compute_entropy_from_logits = fn
+    return True
 
 
 def data_parallel_group(worker: Any) -> Any:

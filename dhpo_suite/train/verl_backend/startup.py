@@ -242,3 +242,7 @@ def on_loss_fn_set(worker: Any) -> None:
     objective_hparams(name, config)
     if get_objective(name).needs_entropy and not config.calculate_entropy:
         raise StartupError(f"{ACTOR}.calculate_entropy=false: dhpo_suite.{name} mixes by the token entropy (eq. 10)")
+    if float(config.entropy_coeff) == 0:  # no entropy bonus: no gradient through it (dhpo_suite/train/entropy.py)
+        from dhpo_suite.train.entropy import entropy_without_grad
+
+        seam.use_entropy_function(worker, entropy_without_grad)
