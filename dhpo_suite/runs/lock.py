@@ -131,6 +131,11 @@ class DirLock:
                 raise
             return not (previous and _alive_here(previous))
 
+    def fileno(self) -> int | None:
+        """The locked file's descriptor (None when not held), for a child process that must hold the lock too
+        (`subprocess.Popen(pass_fds=...)`: the flock lasts while any process holds the descriptor)."""
+        return self._fd
+
     def release(self) -> None:
         if self._fd is None:
             return

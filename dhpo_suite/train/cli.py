@@ -47,7 +47,7 @@ def _task_names() -> tuple[str, ...]:
     return tuple(TASKS)
 
 
-_VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps", "hparams", *NAMED_HPARAMS)
+_VERL_FORWARDED = ("algo", "out", "backend", "logger", "steps", "hparams", "resume", *NAMED_HPARAMS)
 SPELL = {
     "algo": Spell(choices=_objective_names),
     "task": Spell(choices=_task_names, listed=_task_names),
@@ -144,7 +144,7 @@ def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], st
 
     settings = hparam_overrides(cfg.objective_hparams())  # checked by cfg.validate(); an extra must agree
     return run(algo=cfg.algo, preset=preset, overrides=_verl_logger(cfg.logger) + extra, settings=settings,
-               dry_run=dry_run, out=Path(cfg.out) if cfg.out else None, steps=steps)
+               dry_run=dry_run, out=Path(cfg.out) if cfg.out else None, steps=steps, resume=cfg.resume)
 
 
 def _verl_logger(spec: str) -> list[str]:

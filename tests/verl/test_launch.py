@@ -16,6 +16,7 @@ RolloutReplicaRegistry, which loads the actor's weights after every step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -214,6 +215,70 @@ def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_
     assert reader.manifest.algorithm == "grpo"
     # A baseline logs the entropy too: the paper's Fig. 1b (GRPO's entropy against DHPO's) from verl runs.
     assert math.isfinite(row["entropy/mean"]) and row["entropy/mean"] > 0
+
+
+def _job(proc: subprocess.Popen, launched: dict[int, psutil.Process]) -> None:
+    """Note every process the launch started so far (the reaper, verl's driver, Ray, its workers)."""
+    with contextlib.suppress(psutil.Error):
+        for p in psutil.Process(proc.pid).children(recursive=True):
+            launched.setdefault(p.pid, p)
+
+
+def _marked(marker: str) -> list[str]:
+    """Live processes whose environment carries this launch's marker (supervise.RUN_MARKER)."""
+    found = []
+    for p in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if p.environ().get("DHPO_SUITE_VERL_RUN") == marker and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(" ".join(p.cmdline()[:3]))
+    return found
+
+
+@pytest.mark.timeout(4 * TIMEOUT)  # a launch killed after step 1, then its resume to step 3, on a busy machine
+def test_sigkill_of_the_launcher_ends_its_job_and_resume_continues(tmp_path, tiny_model_dir, data_dir):
+    """`kill -9` of `dhpo-suite train` (or the OOM killer): within 60 s no process of the job is left (verl's
+    driver, Ray and its workers used to train on under PID 1), the manifest is not left `running`, and a
+    relaunch with --resume continues from verl's checkpoint: steps 1, 2, 3, none missing or twice."""
+    run_dir = tmp_path / "killed"
+    log_path = tmp_path / "launch.log"
+    command = [*_command("grpo", 3, run_dir, data_dir, tiny_model_dir), "trainer.save_freq=1"]
+    launched: dict[int, psutil.Process] = {}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+        retried = False
+        deadline = time.monotonic() + TIMEOUT
+        try:  # step 1 is committed (telemetry) and checkpointed (verl) before the kill
+            while not ((run_dir / "scalars" / "step-000001.parquet").exists()
+                       and (run_dir / "verl" / "latest_checkpointed_iteration.txt").exists()):
+                if proc.poll() is not None and not retried and _ray_start_failed(log_path):
+                    retried = True
+                    proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+                assert proc.poll() is None, log_path.read_text()[-6000:]
+                assert time.monotonic() < deadline, "step 1 never came"
+                _job(proc, launched)
+                time.sleep(0.5)
+            _job(proc, launched)
+            driver = next(p for p in launched.values() if "verl.trainer.main_ppo" in " ".join(p.cmdline()))
+            marker = driver.environ()["DHPO_SUITE_VERL_RUN"]
+            proc.kill()
+            killed = time.monotonic()
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    _, alive = psutil.wait_procs(list(launched.values()), timeout=60)
+    alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    print(f"{len(launched)} processes of the job, ended {time.monotonic() - killed:.0f} s after the kill")
+    assert len(launched) > 5 and not alive, [" ".join(p.cmdline()[:3]) for p in alive]
+    assert not _marked(marker)
+    m = read_manifest(run_dir)
+    assert m.status == "failed" and "the launcher" in m.error and "ended without closing the run" in m.error
+    resumed = subprocess.run([*command, "--resume"], env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert resumed.returncode == 0, resumed.stdout[-6000:]
+    reader = RunReader(run_dir)
+    assert reader.steps() == [1, 2, 3]
+    assert list(reader.scalars()["step"]) == [1, 2, 3]  # one row each
+    assert reader.manifest.status == "completed"
 
 
 def test_the_dashboard_opens_the_run(dhpo_e_run, monkeypatch):

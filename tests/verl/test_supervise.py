@@ -89,3 +89,53 @@ def test_a_killed_driver_is_exit_137_and_a_failed_manifest(tmp_path):
     assert finish(writer, code, stopped) == 137
     m = read_manifest(tmp_path / "run")
     assert m.status == "failed" and "killed by SIGKILL" in m.error
+
+
+KILLABLE_LAUNCHER = r"""
+import sys
+from dhpo_suite.runs import Manifest, RunWriter
+from dhpo_suite.runs.lock import DirLock
+from dhpo_suite.train.verl_backend.launch import supervise
+lock = DirLock(sys.argv[2]).acquire()
+writer = RunWriter(sys.argv[2], Manifest(algorithm="grpo", backend="verl"))
+supervise([sys.executable, "-c", sys.argv[1]], grace=2.0, lock_fd=lock.fileno(), run_dir=sys.argv[2])
+"""
+
+
+def test_a_killed_launcher_takes_its_job_with_it(tmp_path):
+    """SIGKILL of the launcher (nothing of it runs again): its reaper ends the driver (which here ignores the
+    SIGINT it gets) and the daemon that left the driver's session, the manifest says `failed` and why, and
+    the run directory stays locked until every process of the job has ended."""
+    from dhpo_suite.runs.lock import DirLock, LockHeld
+
+    run = tmp_path / "run"
+    launcher = subprocess.Popen([sys.executable, "-c", KILLABLE_LAUNCHER, DRIVER, str(run)], stdout=subprocess.PIPE,
+                                text=True)
+    try:
+        pids = json.loads(launcher.stdout.readline())
+        procs = [psutil.Process(p) for p in pids.values()]
+        deadline = time.monotonic() + 30
+        while not all(_marker(p) for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        launcher.kill()
+        launcher.wait(timeout=10)
+        with pytest.raises(LockHeld):  # a relaunch now would race the job still ending
+            DirLock(run).acquire()
+        _, alive = psutil.wait_procs(procs, timeout=60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert not [p.pid for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+    deadline = time.monotonic() + 30
+    while read_manifest(run).status == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    m = read_manifest(run)
+    assert m.status == "failed" and f"the launcher (pid {launcher.pid}) ended without closing the run" in m.error
+    deadline = time.monotonic() + 30
+    while True:  # the reaper lets go of the lock once it has closed the manifest
+        try:
+            DirLock(run).acquire().release()
+            break
+        except LockHeld:
+            assert time.monotonic() < deadline, "the lock was never released"
+            time.sleep(0.2)

@@ -249,16 +249,22 @@ def run(
     data_dir: Path = Path("data/verl"),
     steps: int | None = None,
     settings: Sequence[str] = (),
+    resume: bool = False,
 ) -> int:
     """Launch (or with dry_run print) one verl run; returns the exit code (2 = bad input, one error line;
-    128 + N when the launcher or verl's driver was ended by signal N)."""
+    128 + N when the launcher or verl's driver was ended by signal N). `resume`: `out` must hold a run (verl
+    continues from its last checkpoint, as a relaunch on the same `out` always does)."""
     from omegaconf import OmegaConf
 
     from dhpo_suite.runs.lock import DirLock, LockHeld
     from dhpo_suite.train.verl_backend.startup import StartupError, check_data_files
 
+    from dhpo_suite.runs.format import manifest_path
+
     lock = None
     try:
+        if resume and not (out is not None and manifest_path(Path(out)).exists()):
+            raise LaunchError(f"--resume: {out} holds no run to continue (no manifest.json)")
         if not dry_run and out is not None and Path(out).is_dir():  # a running launch: refused before composing
             DirLock(Path(out), create=False).acquire().release()
         pl = plan(algo, preset, overrides, out, data_dir, steps, settings, check_inputs=not dry_run)
@@ -281,7 +287,7 @@ def run(
         # verl's driver prints the loss's settings table once, at its start-up check (startup.on_validate).
         print(f"run directory: {pl.run_dir}\n{shlex.join(pl.command)}", flush=True)
         env = {"TENSORBOARD_DIR": str(pl.run_dir / "verl" / "tensorboard")}  # not ./tensorboard_log of the caller
-        code, stopped_by = supervise(pl.command, env=env)
+        code, stopped_by = supervise(pl.command, env=env, lock_fd=lock.fileno(), run_dir=pl.run_dir)
         return finish(writer, code, stopped_by)
 
 
