@@ -33,6 +33,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
+from importlib import metadata
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -67,8 +68,6 @@ class VerlVersionError(RuntimeError):
 def check_verl_version() -> str:
     """The installed verl's version; raises VerlVersionError unless it is SUPPORTED_VERL (checked by version
     metadata, without importing verl)."""
-    from importlib import metadata
-
     try:
         installed = metadata.version("verl")
     except metadata.PackageNotFoundError:

@@ -20,6 +20,7 @@ The job's life is the launcher's, however the launcher ends (SIGKILL, the OOM ki
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -100,8 +101,6 @@ def _dies_with_parent() -> Callable[[], None] | None:
     child started from the main thread: the signal follows the thread that forked it."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)  # loaded here: not in the forked child
     pr_set_pdeathsig = 1
 
