@@ -407,7 +407,8 @@ CASES = [
          "actor_rollout_ref.model.path=/no/such/model: no such model directory"),
     Case("verl-model-path-not-a-model", lambda t, f: ["train", "--backend", "verl", "--out", str(t / "run"),
                                                       f"actor_rollout_ref.model.path={_file(t).parent}"], 2,
-         "not a model directory: no config.json"),
+         "not a model directory: no config.json, no weights (*.safetensors or *.bin), no tokenizer (tokenizer.json, "
+         "tokenizer.model or vocab.json)"),
     Case("verl-data-missing", lambda t, f: ["train", "--backend", "verl", "--out", str(t / "run"),
                                             f"data.train_files={t / 'none.parquet'}"], 2,
          "data.train_files: "),
