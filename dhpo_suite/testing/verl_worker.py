@@ -285,6 +285,8 @@ def run_local(case: LocalCase, rank: int = 0, world: int = 1) -> list[dict[str, 
                 weight_change=float(sum((a - b).abs().sum() for a, b in zip(after, before))) if before else None,
                 metrics=metrics, rewards=rewards.tolist(),
                 lengths=batch.batch["response_mask"].sum(-1).tolist(),
+                entropy_function=getattr(getattr(worker.actor.engine, "compute_entropy_from_logits", None),
+                                         "__name__", None),
             ))
     if case.save_checkpoint is not None and case.run_dir is not None:  # verl saves <dir>/global_step_N/actor
         path = f"{case.run_dir}/verl/global_step_{case.save_checkpoint}/actor"

@@ -95,6 +95,9 @@ def test_every_objective_trains_and_writes_a_step(sweep):
         assert scalars["tokens/count"] > 0 and math.isfinite(scalars["loss/token_mean"]), name
         assert scalars["grad_norm"] > 0 and scalars["lr"] > 0, name
         assert reader.manifest.algorithm == name and reader.manifest.backend == "verl"
+        # verl's engine computes the entropy with the plugin's detached, vocabulary-chunked function (no entropy
+        # bonus: entropy_coeff=0), not verl's entropy_from_logits (issue 42)
+        assert r["entropy_function"] == "entropy_without_grad", name
 
 
 @pytest.mark.parametrize("name", ["dhpo-e", "dhpo"])
