@@ -151,11 +151,12 @@ def _alive(pid: int) -> bool:
 
 
 def _close_as_failed(run_dir: Path, cause: str) -> None:
-    """Close a run's manifest that still says `running` as `failed` with `cause`."""
+    """Close a run's manifest as `failed` with `cause`. Only the launcher closes a launched run for good; what a
+    worker's writer recorded as it exited ("the process exited without closing the run") is replaced."""
     from dhpo_suite.runs import RunWriter, read_manifest
     from dhpo_suite.runs.format import manifest_path
 
-    if not manifest_path(run_dir).exists() or read_manifest(run_dir).status != "running":
+    if not manifest_path(run_dir).exists() or read_manifest(run_dir).status == "completed":
         return
     RunWriter(run_dir, read_manifest(run_dir), resume=True).close("failed", cause)
 
