@@ -198,3 +198,10 @@ def test_hub_loader_names_the_papers_split(monkeypatch, tmp_path):
     assert seen == {"train": ("hkust-nlp/SimpleRL-Zoo-Data", "simplelr_qwen_level3to5/train.parquet"),
                     "test": ("hkust-nlp/SimpleRL-Zoo-Data", "simplelr_qwen_level3to5/test.parquet")}
     assert (res.n_train, res.n_val) == (3, 3)
+
+
+def test_resume_needs_a_run_to_continue(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--backend", "verl", "--resume", "--out", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: --resume: {tmp_path / 'none'} holds no run to continue (no manifest.json)"
+    assert not (tmp_path / "none").exists()
