@@ -9,6 +9,7 @@ checked here and vLLM reports the keyword itself.
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
@@ -49,7 +50,6 @@ def check_engine_keywords(keys: list[str]) -> None:
         return
     for key in keys:
         if key not in known:
-            import difflib
 
             near = difflib.get_close_matches(key, sorted(known), n=3)
             hint = f" (did you mean {', '.join(near)}?)" if near else ""

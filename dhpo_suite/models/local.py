@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jinja2  # the chat-template check parses with transformers' own sandboxed environment
+
 __all__ = ["ModelDirError", "check_chat_template", "check_model_dir", "load_model", "refuse_custom_code"]
 
 
@@ -81,7 +83,6 @@ def check_chat_template(template: str, where: Path) -> None:
     """Render `template` once (a one-turn conversation) in transformers' sandbox: a template the sandbox refuses
     (it reaches for Python internals) or that does not parse is refused naming the file, before any model loads.
     A template that raises its own error for this conversation (it wants a system turn) is left to the run."""
-    import jinja2
     from transformers.utils.chat_template_utils import render_jinja_template
 
     try:
