@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jinja2  # the chat-template check parses with transformers' own sandboxed environment
+import jinja2  # the errors of transformers' sandboxed template environment (check_chat_template)
 
 __all__ = ["ModelDirError", "check_chat_template", "check_model_dir", "load_model", "refuse_custom_code"]
 
