@@ -269,7 +269,7 @@ def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict
     except (ValueError, FileExistsError, RuntimeError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)
-    return {label: summarize_dir(results) for label, _, results in targets}
+    return {label: summarize_dir(results, names) for label, _, results in targets}
 
 
 def _run_one(model_dir, results, names, settings, options, resume, regrade, console) -> dict:

@@ -1,14 +1,16 @@
 """vLLM's offline engine for evaluation: one `LLM` per model, requests streamed through a bounded window.
 
-`Engine.stream(requests)` keeps at most `max_in_flight` samples in the engine and yields each request's
-completions as soon as all its samples finish, so the caller can grade and store them while generation goes
-on (no batch waits for its slowest 16K-token sample). Sampling follows the paper: temperature 1.0, top-p 1.0,
-n samples per problem; stop ids are the model's own (dhpo_suite.eval.prompts.stop_token_ids).
+`Engine.stream(requests)` keeps at most `max_in_flight` samples in the engine, each its own vLLM request (n = 1)
+with its own seed (`sample_seed`), and yields every sample the step it finishes, so the caller can grade and
+store it while generation goes on (no sample waits for a slower sibling or for its batch). Sampling follows
+the paper: temperature 1.0, top-p 1.0, n samples per problem; stop ids are the model's own
+(dhpo_suite.eval.prompts.stop_token_ids).
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import time
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from vllm import SamplingParams
     from vllm.v1.engine.llm_engine import LLMEngine
 
-__all__ = ["EngineOptions", "Engine", "Request", "Completion"]
+__all__ = ["EngineOptions", "Engine", "Request", "Completion", "sample_seed"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,16 @@ class Request:
     samples: tuple[int, ...]
     prompt_ids: tuple[int, ...] | None = None
     """Token ids of `prompt` (None: encoded here with the tokenizer's specials)."""
+    seeds: tuple[int, ...] | None = None
+    """One sampling seed per sample (see sample_seed); None: the engine's global generator."""
+
+
+def sample_seed(engine_seed: int, bench: str, problem_id: str, sample: int) -> int:
+    """The sampling seed of one sample: a hash of (engine seed, benchmark, problem id, sample index), so a sample's
+    text depends on nothing else in the batch (not on which other samples, problems or benchmarks run beside or
+    before it): a resumed evaluation draws exactly the samples an uninterrupted one would."""
+    key = json.dumps([engine_seed, bench, problem_id, sample]).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1  # 63 bits: any torch generator seed
 
 
 @dataclass(frozen=True)
@@ -128,23 +140,25 @@ class Engine:
 
     def stream(self, requests: Iterable[Request], params: SamplingParams, max_in_flight: int,
                on_step: Callable[[], None] | None = None) -> Iterator[tuple[tuple, list]]:
-        """Yield (key, [Completion]) per request, in completion order, keeping <= max_in_flight samples queued.
+        """Yield (key, [Completion]) per finished sample, in completion order, keeping <= max_in_flight queued.
 
-        `params`: a `vllm.SamplingParams` template; n and max_tokens are set per request. `on_step()` is called
-        after every engine step (the caller stores finished samples on time even when none finish).
+        Every sample is its own vLLM request (n = 1, with its seed when the request has `seeds`), so a sample is
+        returned the step it finishes, never held back for a slower sibling; the requests of one problem are
+        added together and share its prompt's KV cache where prefix caching is on. `params`: a
+        `vllm.SamplingParams` template; n, seed and max_tokens are set per sample. `on_step()` is called after
+        every engine step (the caller stores finished samples on time even when none finish).
         """
         engine = self.llm.llm_engine
-        pending = iter(requests)
-        live: dict[str, Request] = {}
-        in_flight = 0
+        pending = ((req, i) for req in requests for i in range(len(req.samples)))
+        live: dict[str, tuple[Request, int]] = {}
         exhausted = False
         while True:
-            while not exhausted and (in_flight < max_in_flight or not live):
-                req = next(pending, None)
-                if req is None:
+            while not exhausted and len(live) < max(max_in_flight, 1):
+                item = next(pending, None)
+                if item is None:
                     exhausted = True
                     break
-                in_flight += self._add(engine, req, params, live)
+                self._add(engine, *item, params, live)
             if not live:
                 return
             t0 = time.perf_counter()
@@ -154,28 +168,28 @@ class Engine:
                 on_step()
             for out in outputs:
                 if out.finished and out.request_id in live:
-                    req = live.pop(out.request_id)
-                    in_flight -= len(req.samples)
-                    yield req.key, [Completion(req.samples[c.index], c.text, len(c.token_ids),
-                                               str(c.finish_reason)) for c in out.outputs]
+                    req, i = live.pop(out.request_id)
+                    c = out.outputs[0]
+                    yield req.key, [Completion(req.samples[i], c.text, len(c.token_ids), str(c.finish_reason))]
 
-    def _add(self, engine: LLMEngine, req: Request, params: SamplingParams, live: dict[str, Request]) -> int:
+    def _add(self, engine: LLMEngine, req: Request, i: int, params: SamplingParams,
+             live: dict[str, tuple[Request, int]]) -> None:
         ids = list(req.prompt_ids) if req.prompt_ids is not None else self.encode(req.prompt)
         if len(ids) >= self.max_model_len:  # the runner records these as skipped; never echo the prompt
             raise ValueError(f"prompt of {len(ids)} tokens does not fit the context ({self.max_model_len})")
         from vllm.sampling_params import RequestOutputKind
 
         p = params.clone()
-        p.n = len(req.samples)
-        p.output_kind = RequestOutputKind.FINAL_ONLY  # one output per request, with all n samples
+        p.n = 1
+        p.seed = req.seeds[i] if req.seeds is not None else None
+        p.output_kind = RequestOutputKind.FINAL_ONLY  # one output per sample, when it finishes
         p.max_tokens = self.max_new_tokens(len(ids), params.max_tokens)
         rid = f"dhpo-{self._counter}"
         self._counter += 1
         t0 = time.perf_counter()
         engine.add_request(rid, {"prompt_token_ids": ids}, p)
         self.generate_seconds += time.perf_counter() - t0
-        live[rid] = req
-        return len(req.samples)
+        live[rid] = (req, i)
 
     def close(self) -> None:
         """Free the engine (before loading the next checkpoint)."""

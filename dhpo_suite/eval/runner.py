@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dhpo_suite.eval.benchmarks import BENCHMARKS, PAPER_BENCHMARKS, data_source, load_problems, paper_order
-from dhpo_suite.eval.engine import Engine, Request
+from dhpo_suite.eval.engine import Engine, Request, sample_seed
 from dhpo_suite.eval.identity import BENCH_IDENTITY, IDENTITY, IdentityMismatch, check_same, model_fingerprint
 from dhpo_suite.eval.metrics import bench_metrics, paper_average
 from dhpo_suite.eval.prompts import is_chat_model, load_template, stop_token_ids
@@ -141,7 +141,7 @@ def _prepare(engine: Engine, name: str, settings: EvalSettings, config: dict, pa
              "max_new_tokens": settings.max_new_tokens or protocol.max_new_tokens or bench.max_new_tokens,
              "stop_token_ids": stop_token_ids(engine.tokenizer, engine.generation_config, template),
              "grader": bench.grader, "samples": settings.samples or bench.samples, "problems": len(problems),
-             "data": data_source(name, settings.data_dir)}
+             "problem_ids": [p.id for p in problems], "data": data_source(name, settings.data_dir)}
     if protocol.stop:  # only then: results stored before --protocol compare equal
         entry["stop"] = list(protocol.stop)
     if name in config["benches"]:
@@ -193,12 +193,14 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
         status, reason = next(iter(skips.values()))
         notify(f"{name}: {len(skips)} problem(s) cannot be generated and are recorded as skipped ({status}: "
                f"{reason})")
-    requests = [Request((p,), prompts[p.id], missing[p.id], tuple(ids[p.id])) for p in problems
-                if missing[p.id] and p.id not in skips]
+    seed = engine.options.seed
+    requests = [Request((p,), prompts[p.id], missing[p.id], tuple(ids[p.id]),
+                        tuple(sample_seed(seed, name, p.id, s) for s in missing[p.id]))
+                for p in problems if missing[p.id] and p.id not in skips]
     total = len(problems) * n
     advance = progress(name, total, total - sum(len(s) for s in missing.values()))
     if not any(missing.values()):
-        return bench_metrics(er.read_bench_samples(out_dir, name).records, n)
+        return _bench_summary(out_dir, name, entry)
     if requests:
         note = _clamp_note(engine, max(len(r.prompt_ids or ()) for r in requests), entry["max_new_tokens"], name)
         if note:
@@ -216,7 +218,17 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
                 sink.add(problem, prompts[problem.id], completions)
         finally:
             sink.close()
-    return bench_metrics(er.read_bench_samples(out_dir, name).records, n)
+    return _bench_summary(out_dir, name, entry)
+
+
+def _bench_summary(out_dir: Path, name: str, entry: dict) -> dict:
+    """Metrics of one benchmark over the problems of its config entry (the latest invocation's `problem_ids`:
+    a resume with a smaller --limit reports those problems only; entries written before them: every stored one)."""
+    records = er.read_bench_samples(out_dir, name).records
+    if "problem_ids" in entry:
+        wanted = set(entry["problem_ids"])
+        records = [r for r in records if r["problem_id"] in wanted]
+    return bench_metrics(records, entry["samples"])
 
 
 def summarize(out_dir: Path | str, per_bench: dict[str, dict], config: dict) -> dict:
@@ -236,7 +248,8 @@ def _no_progress(name: str, total: int, done: int) -> Callable[[int], None]:
 
 def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: EvalSettings = EvalSettings(),
              *, resume: bool = False, progress: Progress = _no_progress, notify: Notify = print) -> dict:
-    """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json)."""
+    """Evaluate `engine`'s model on `benches` into `out_dir`; returns the summary (also in summary.json) of this
+    invocation's benchmarks and problems."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = _open_config(out_dir, _config(engine, settings), resume)
@@ -248,21 +261,20 @@ def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: 
         for name in benches:
             per_bench[name] = _evaluate_bench(engine, name, out_dir, settings, grading, config, progress, notify)
             summarize(out_dir, per_bench, config)
-    return summarize(out_dir, _stored_metrics(out_dir, config, per_bench), config)
+    return summarize(out_dir, per_bench, config)
 
 
-def _stored_metrics(out_dir: Path, config: dict, fresh: dict) -> dict:
-    """Metrics of every benchmark stored in out_dir (earlier invocations' too), fresh ones taking priority."""
-    out = {}
-    for name, info in config.get("benches", {}).items():
-        out[name] = fresh.get(name) or bench_metrics(er.read_bench_samples(out_dir, name).records, info["samples"])
-    return out
+def _stored_metrics(out_dir: Path, config: dict, benches: list[str] | None = None) -> dict:
+    """Metrics of `benches` (None: every benchmark of config.json) from the stored samples."""
+    entries = config.get("benches", {})
+    return {name: _bench_summary(out_dir, name, entries[name]) for name in (benches or entries) if name in entries}
 
 
-def summarize_dir(out_dir: Path | str) -> dict:
-    """Recompute summary.json from the stored samples (after data-parallel workers finish)."""
+def summarize_dir(out_dir: Path | str, benches: list[str] | None = None) -> dict:
+    """Recompute summary.json from the stored samples (after data-parallel workers finish) of `benches` (None:
+    all of config.json's)."""
     config = er.read_json(Path(out_dir) / er.CONFIG)
-    return summarize(out_dir, _stored_metrics(Path(out_dir), config, {}), config)
+    return summarize(out_dir, _stored_metrics(Path(out_dir), config, benches), config)
 
 
 def _regrade_file(pool: GraderPool, path: Path, grader: str | None, notify: Notify) -> int:
@@ -294,4 +306,4 @@ def regrade(out_dir: Path | str, settings: EvalSettings = EvalSettings(), *, pro
             advance = progress(name, len(er.read_bench_samples(out_dir, name).records), 0)
             for path in files:
                 advance(_regrade_file(pool, path, info.get("grader", name), notify))
-    return summarize(out_dir, _stored_metrics(out_dir, config, {}), config)
+    return summarize(out_dir, _stored_metrics(out_dir, config), config)

@@ -13,42 +13,63 @@ from dhpo_suite.cli import app
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.testing.load import scaled
 
-N, SAMPLES, MAX_NEW = 24, 4, 600
+PROBLEMS, SAMPLES, MAX_NEW = 4, 32, 32  # the paper's AIME shape: 32 samples a problem (short responses: fast)
 
 
-def _eval_cmd(model, out):
-    """Default --batch-size (256): all 96 samples are in the engine at once; the random tiny model stops at a
-    random token (eos ~1/512 per token), so samples finish one by one over many seconds."""
-    return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arithmetic", "--model", str(model), "--out",
-            str(out), "--limit", str(N), "--samples", str(SAMPLES), "--max-new-tokens", str(MAX_NEW),
-            "--grader-workers", "1"]
+def _eval_cmd(model, out, data_dir, benches, *extra):
+    """aime24 (32 samples a problem) and amc23 (4); --batch-size 8: samples finish in waves of 8, so a problem's
+    32 samples finish over four waves and the kill can fall between them."""
+    return [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", benches, "--model", str(model), "--out",
+            str(out), "--limit", str(PROBLEMS), "--max-new-tokens", str(MAX_NEW), "--batch-size", "8",
+            "--grader-workers", "1", "--data-dir", str(data_dir), *extra]
+
+
+def _by_key(path):
+    records = er.read_samples(path).records
+    keys = [(r["problem_id"], r["sample"]) for r in records]
+    assert len(set(keys)) == len(keys), "a sample is stored twice"
+    return dict(zip(keys, records))
 
 
 @pytest.mark.slow
-def test_sigkill_at_the_default_batch_size_keeps_every_finished_sample(tiny_model_dir, tmp_path):
-    """Samples reach the file one by one while the batch is still generating (not when 256 have finished),
-    so a SIGKILL loses only requests in flight. (--resume after a kill: test_end_to_end's resume test.)"""
-    out = tmp_path / "res"
-    path = er.samples_path(out, "arithmetic")
+def test_sigkill_at_32_samples_a_problem_then_resume_equals_an_uninterrupted_run(tiny_model_dir, bench_dir,
+                                                                                  tmp_path):
+    """Every sample is stored as it finishes (not when its problem's 32 are done), a SIGKILL loses only samples
+    still generating, and --resume regenerates exactly the missing ones: the samples files and summary.json then
+    equal an uninterrupted run's, sample for sample, although that run did the benchmarks in the other order."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(_eval_cmd(tiny_model_dir, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=env)
-    counts, deadline = [], time.time() + scaled(240)  # 240 s on a quiet machine, more on a busy one
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    path = er.samples_path(killed, "aime24")
+    proc = subprocess.Popen(_eval_cmd(tiny_model_dir, killed, bench_dir, "aime24,amc23"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + scaled(300)
     while time.time() < deadline and proc.poll() is None:
-        lines = path.read_bytes().count(b"\n") if path.exists() else 0
-        if lines and (not counts or lines != counts[-1]):
-            counts.append(lines)
-        if lines >= 8 and len(counts) >= 3:
+        if path.exists() and path.read_bytes().count(b"\n") >= 1:
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
     assert proc.poll() is None, f"finished or died before the kill: {proc.stderr.read().decode()[-2000:]}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    kept = er.read_samples(path)
-    assert len(counts) >= 3, f"samples arrived in one lump, not as they finished: {counts}"
-    assert counts[-1] <= len(kept.records) < N * SAMPLES, "a stored sample was lost, or the kill came too late"
-    assert len({(r["problem_id"], r["sample"]) for r in kept.records}) == len(kept.records)
-    assert all(r["status"] in ("ok", "no_answer") and r["n_tokens"] >= 1 for r in kept.records)
+    kept = _by_key(path)
+    per_problem = {}
+    for pid, _ in kept:
+        per_problem[pid] = per_problem.get(pid, 0) + 1
+    assert 0 < len(kept) < PROBLEMS * SAMPLES
+    assert any(0 < c < SAMPLES for c in per_problem.values()), f"only whole problems were stored: {per_problem}"
+
+    resumed = subprocess.run(_eval_cmd(tiny_model_dir, killed, bench_dir, "aime24,amc23", "--resume"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    done = subprocess.run(_eval_cmd(tiny_model_dir, whole, bench_dir, "amc23,aime24"), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, env=env)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    after = _by_key(path)
+    assert {k: after[k] for k in kept} == kept, "a stored sample was changed by the resume"
+    for bench in ("aime24", "amc23"):
+        want = _by_key(er.samples_path(whole, bench))
+        assert len(want) == PROBLEMS * (SAMPLES if bench == "aime24" else 4)
+        assert _by_key(er.samples_path(killed, bench)) == want, bench
+    assert er.read_json(killed / er.SUMMARY) == er.read_json(whole / er.SUMMARY)
 
 
 @pytest.mark.parametrize("args, message", [
