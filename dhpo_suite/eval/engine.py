@@ -122,7 +122,10 @@ class Engine:
         self.dtype = _checkpoint_dtype(self.model) if options.dtype == "auto" else options.dtype
         kwargs = dict(tensor_parallel_size=options.tensor_parallel_size, dtype=self.dtype, seed=options.seed,
                       enforce_eager=options.enforce_eager or cpu, max_model_len=options.max_model_len)
-        if not cpu:
+        if cpu:  # a seeded sample of a prompt prefilled in chunks fails on CPU (vLLM rewinds its generator by an
+            # offset, which a CPU generator lacks): whole prompts per step keep every sample seeded
+            kwargs["enable_chunked_prefill"] = False
+        else:
             kwargs["gpu_memory_utilization"] = options.gpu_memory_utilization
         self.llm = LLM(self.model, **{**kwargs, **options.extra})
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
