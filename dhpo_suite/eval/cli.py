@@ -33,14 +33,21 @@ from dhpo_suite.runs.lock import LOCK_FILE, DirLock, LockHeld
 __all__ = ["SPELL", "EvalTarget", "child_argv", "register"]
 
 
-def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None) -> list[tuple[str, str, Path]]:
-    """(label, model dir, results dir) for --model or for each selected checkpoint of --run."""
+def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None,
+             regrade: bool = False) -> list[tuple[str, str, Path]]:
+    """(label, model dir, results dir) for --model or for each selected checkpoint of --run; --regrade needs only
+    --out (no model is loaded; the label is the stored model's)."""
+    if regrade and model is None and run is None:
+        if out is None:
+            raise typer.BadParameter("--regrade: give --out DIR, the results to re-grade")
+        return [(_stored_label(out), "", out)]
     if (model is None) == (run is None):
         raise typer.BadParameter("give exactly one of --model PATH or --run RUN_DIR")
     if model is not None:
         model = resolve_named_model(str(model), lambda m: typer.echo(m, err=True)) or model  # as train does
         _check_model_dir(model, "--model")
-        return [(model.name, str(model), out or default_out_dir(model))]
+        out = out or default_out_dir(model)
+        return [(_stored_label(out) if regrade else model.name, str(model), out)]
     found = list(complete_checkpoints(run))
     if not found:
         raise typer.BadParameter(f"--run: no complete checkpoints under {run / CHECKPOINTS}")
@@ -51,6 +58,16 @@ def _targets(model: Path | None, run: Path | None, steps: str, out: Path | None)
     for s in chosen:
         _check_model_dir(checkpoint_path(run, s), "--run")
     return [(f"step {s}", str(checkpoint_path(run, s)), er.checkpoint_eval_dir(run, s)) for s in chosen]
+
+
+def _stored_label(out: Path) -> str:
+    """The table label of stored results: the name of the model config.json records (`<run>-step-XXXXXX` for a
+    training checkpoint, as the default results directory names it)."""
+    try:
+        model = Path(str(er.read_json(out / er.CONFIG).get("model") or out))
+    except (OSError, ValueError) as e:
+        raise typer.BadParameter(f"--out: {out}: not a results directory ({' '.join(str(e).split())})") from None
+    return f"{model.parents[1].name}-{model.name}" if model.parent.name == CHECKPOINTS else model.name
 
 
 def _check_options(v: dict) -> None:
@@ -168,7 +185,7 @@ def register(app: typer.Typer) -> None:
         try:
             _check_options(v.values)
             names = resolve_benches(t.bench)
-            targets = _targets(t.model, t.run, t.steps, t.out)
+            targets = _targets(t.model, t.run, t.steps, t.out, t.regrade)
             rank_world = parse_shard(v["shard"]) if v["shard"] else (0, 1)
             extra = _engine_args(v["extra"] or [])
             sweep = len(targets) > 1 and not (t.regrade or t.in_process or t.data_parallel_size > 1 or v["shard"])

@@ -282,8 +282,13 @@ def _regrade_file(pool: GraderPool, path: Path, grader: str | None, notify: Noti
     for problem in stored.skipped:
         notify(f"regrade: {problem}")
     graded = [r for r in stored.records if r["status"] not in er.SKIP_STATUSES]  # skipped: nothing to grade
+    if any("problem" not in r for r in graded):
+        notify(f"regrade: {path.name}: samples stored before the problem text was kept are graded without it (a "
+               f"restatement of the problem may then count as an answer)")
+    # as the evaluation grades (sink.Sink._store): golds, policy, truncation, problem text
     verdicts = iter(pool.grade_many([{"response": r["response"], "gold": r["gold"], "bench": grader,
-                                      "truncated": r.get("finish_reason") == "length"} for r in graded]))
+                                      "truncated": r.get("finish_reason") == "length", "problem": r.get("problem")}
+                                     for r in graded]))
     records = []
     for r in stored.records:  # in file order; the verdicts follow the graded records
         if r["status"] not in er.SKIP_STATUSES:

@@ -62,7 +62,8 @@ class GradingThread:
 def skipped_records(bench: str, problem, prompt: str, samples, status: str, reason: str) -> list[dict]:
     """Records of samples that were never generated (status `prompt_too_long` | `row_too_large`): graded
     incorrect, counted in the summary's `skipped`, kept on --resume."""
-    return [{"bench": bench, "problem_id": problem.id, "sample": s, "prompt": prompt, "response": "",
+    return [{"bench": bench, "problem_id": problem.id, "sample": s, "prompt": prompt, "problem": problem.problem,
+             "response": "",
              "n_tokens": 0, "finish_reason": "skipped", "gold": list(problem.gold), "extracted": None,
              "answer_source": None, "correct": False, "status": status, "reason": reason} for s in samples]
 
@@ -70,7 +71,7 @@ def skipped_records(bench: str, problem, prompt: str, samples, status: str, reas
 def sample_records(bench: str, problem, prompt: str, completions, verdicts) -> list[dict]:
     """One record per sample (dhpo_suite.runs.eval_results.SAMPLE_FIELDS)."""
     return [{"bench": bench, "problem_id": problem.id, "sample": c.sample, "prompt": prompt,
-             "response": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
+             "problem": problem.problem, "response": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
              "gold": list(problem.gold), "extracted": v.extracted,
              "answer_source": v.answer_source, "correct": bool(v.correct), "status": v.status, "reason": v.reason}
             for c, v in zip(completions, verdicts)]

@@ -54,11 +54,12 @@ RESULTS_VERSION = 1
 """Version of the evaluation-results format (stored in config.json and summary.json)."""
 CONFIG = "config.json"
 SUMMARY = "summary.json"
-SAMPLE_FIELDS = ("bench", "problem_id", "sample", "prompt", "response", "n_tokens", "finish_reason",
+SAMPLE_FIELDS = ("bench", "problem_id", "sample", "prompt", "problem", "response", "n_tokens", "finish_reason",
                  "gold", "extracted", "answer_source", "correct", "status", "reason")
 """Keys of every sample record. `gold` is the list of accepted gold answers; `answer_source` where the grader
 found `extracted` (boxed | marker | fallback, null when nothing was found; records written before it have
-no such key); `status` is the grader's verdict status (ok | no_answer | timeout | error), or why the sample
+no such key); `problem` the problem text the grader was given (--regrade gives it again; older records have
+none); `status` is the grader's verdict status (ok | no_answer | timeout | error), or why the sample
 was never generated (SKIP_STATUSES), and `reason` its one-line explanation."""
 SKIP_STATUSES = ("prompt_too_long", "row_too_large")
 """Statuses of samples recorded without generation (finish_reason `skipped`, graded incorrect)."""

@@ -183,3 +183,28 @@ def test_a_sweep_child_gets_the_users_options_with_its_own_model_and_out():
     assert child["bench"] == "arithmetic" and child["samples"] == 4 and child["temperature"] == 0.6
     assert child["resume"] is True and args[-4:] == ["--model", "runs/x/checkpoints/step-000010", "--out",
                                                 "runs/x/evals/step-000010"]
+
+
+def test_regrade_needs_only_out_labels_the_stored_model_and_grades_as_eval_does(tmp_path):
+    """--regrade loads no model: --out alone; the row is the model config.json names (not a --model given);
+    each response is graded with its problem text and its truncation, as the evaluation graded it."""
+    out = tmp_path / "res"
+    problem = "Tom has 14 apples. Tom has 14 bags of rice. How many apples does he have?"
+    base = {"bench": "gsm8k", "prompt": "p", "problem": problem, "n_tokens": 9, "gold": ["14"], "extracted": None,
+            "answer_source": None, "correct": True, "status": "ok", "reason": "stale"}
+    records = [{**base, "problem_id": "0", "sample": 0, "response": "Tom has 14 bags of rice.",  # restated
+                "finish_reason": "stop"},
+               {**base, "problem_id": "1", "sample": 0, "response": "So he has 14 apples.",  # cut at the budget
+                "finish_reason": "length"},
+               {**base, "problem_id": "2", "sample": 0, "response": "So he has 14 apples.", "finish_reason": "stop"}]
+    er.write_json_atomic(out / er.CONFIG, {"model": "/models/dhpo-e/checkpoints/step-000010", "benches": {
+        "gsm8k": {"grader": None, "samples": 1, "problem_ids": ["0", "1", "2"]}}})
+    er.rewrite_samples(er.samples_path(out, "gsm8k"), records)
+    res = CliRunner().invoke(app, ["eval", "--regrade", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "dhpo-e-step-000010" in res.output
+    graded = {r["problem_id"]: r for r in er.read_samples(er.samples_path(out, "gsm8k")).records}
+    assert [graded[p]["correct"] for p in "012"] == [False, False, True]
+    assert er.read_json(out / er.SUMMARY)["benchmarks"]["gsm8k"]["avg@1"] == pytest.approx(1 / 3)
+    res = CliRunner().invoke(app, ["eval", "--regrade"])
+    assert res.exit_code == 2 and "--regrade: give --out DIR" in res.output

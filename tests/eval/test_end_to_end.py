@@ -80,6 +80,10 @@ def test_resume_generates_only_what_is_missing(engine, settings, tmp_path):
     assert records[:3] == [json.loads(line) for line in lines[:3]]  # kept as they were
     assert sorted((r["problem_id"], r["sample"]) for r in records) == [(p, s) for p in ("0", "1") for s in range(4)]
     assert summary["benchmarks"]["amc23"]["complete"]
+    one = evaluate(engine, ["amc23"], tmp_path, EvalSettings(**{**settings.__dict__, "limit": 1}), resume=True)
+    want = bench_metrics([r for r in records if r["problem_id"] == "0"], 4)  # this invocation's problem only
+    assert one["benchmarks"]["amc23"] == want and want["n_problems"] == 1
+    assert er.read_json(tmp_path / er.SUMMARY)["benchmarks"]["amc23"]["n_problems"] == 1
 
 
 def test_regrade_rescores_stored_responses_without_generating(done, settings):
