@@ -23,6 +23,7 @@ from dhpo_suite.eval.parallel import parse_shard, run_workers
 from dhpo_suite.eval.prompts import load_template
 from dhpo_suite.eval.protocols import PROTOCOLS, get_protocol
 from dhpo_suite.eval.report import detail_table, headline_table, progress_bars
+from dhpo_suite.eval.plan import plan, plan_lines
 from dhpo_suite.eval.runner import EvalSettings, evaluate, precheck, summarize_dir
 from dhpo_suite.eval.runner import regrade as regrade_dir
 from dhpo_suite.models.local import ModelDirError, check_model_dir, refuse_custom_code
@@ -157,6 +158,11 @@ class EvalTarget:
     """Replicas: one worker process each (--tp GPUs each)."""
     in_process: bool = False
     """--run: all checkpoints in this process (not one fresh process per checkpoint)."""
+    dry_run: bool = False
+    """Print the plan (benchmarks, problems, samples, token budget, worst-case tokens, time) after checking every
+    setting against stored results; load no model, write nothing."""
+    tokens_per_second: float = 1000.0
+    """--dry-run: the generation rate (response tokens/s of the whole engine) its time estimate assumes."""
 
 
 SPELL = {
@@ -188,8 +194,9 @@ def register(app: typer.Typer) -> None:
             targets = _targets(t.model, t.run, t.steps, t.out, t.regrade)
             rank_world = parse_shard(v["shard"]) if v["shard"] else (0, 1)
             extra = _engine_args(v["extra"] or [])
-            sweep = len(targets) > 1 and not (t.regrade or t.in_process or t.data_parallel_size > 1 or v["shard"])
-            if v["shard"] is None and not sweep:  # a --dp worker (--shard) runs under its parent's lock
+            sweep = len(targets) > 1 and not (t.regrade or t.in_process or t.data_parallel_size > 1 or v["shard"]
+                                              or t.dry_run)
+            if v["shard"] is None and not sweep and not t.dry_run:  # a --dp worker runs under its parent's lock
                 _lock_results(targets, stack, "--out" if t.model is not None else "--run")
         except ValueError as e:
             stack.close()
@@ -200,6 +207,9 @@ def register(app: typer.Typer) -> None:
                                    "shard": rank_world})
         options = EngineOptions(**{**v.of(EngineOptions), "extra": extra})
         with stack:
+            if t.dry_run:
+                _sequential(targets, names, settings, options, t.resume, False, console, t.tokens_per_second)
+                return
             if t.data_parallel_size > 1 and not t.regrade:
                 summaries = _data_parallel(targets, names, settings, t.data_parallel_size,
                                            options.tensor_parallel_size, t.resume, console)
@@ -235,10 +245,15 @@ def _protocol_sampling(given: frozenset[str], protocol: str, temperature: float,
             top_p if "top_p" in given or p.top_p is None else p.top_p)
 
 
-def _sequential(targets, names, settings, options, resume, regrade, console) -> dict:
+def _sequential(targets, names, settings, options, resume, regrade, console, dry_run_rate=None) -> dict:
     summaries = {}
     for label, model_dir, results in targets:
         try:
+            if dry_run_rate is not None:
+                rows = _checked_plan(model_dir, results, names, settings, options, resume, console.print)
+                typer.echo(f"{label} -> {results} (dry run: no model loaded, nothing written)")
+                typer.echo("\n".join(plan_lines(rows, dry_run_rate)))
+                continue
             summaries[label] = _run_one(model_dir, results, names, settings, options, resume, regrade, console)
         except (ValueError, FileExistsError, FileNotFoundError) as e:
             typer.echo(f"error: {' '.join(str(e).split())}", err=True)  # one line, even for a multi-line message
@@ -289,12 +304,9 @@ def _data_parallel(targets, names, settings, world, tp, resume, console) -> dict
     return {label: summarize_dir(results, names) for label, _, results in targets}
 
 
-def _run_one(model_dir, results, names, settings, options, resume, regrade, console) -> dict:
-    """Evaluate (or re-grade) one model into `results` with progress bars."""
-    notify = lambda msg: console.print(f"[yellow]{msg}[/yellow]")  # noqa: E731
-    if regrade:
-        with progress_bars(console) as bars:
-            return regrade_dir(results, settings, progress=bars, notify=notify)
+def _checked_plan(model_dir, results, names, settings, options, resume, notify=lambda m: None) -> list:
+    """The plan (dhpo_suite.eval.plan), after the checks that name the user's mistake first: another model's
+    results, bad data, a model directory the engine would refuse."""
     precheck(results, model_dir, resume)  # another model's results fail now, not after loading this one
     for name in names:  # bad data fails now, not after minutes of model loading
         load_problems(name, settings.data_dir, settings.limit, seed=options.seed)
@@ -302,6 +314,18 @@ def _run_one(model_dir, results, names, settings, options, resume, regrade, cons
         check_model_dir(model_dir)  # model_type, weights, tokenizer: refused here, not from inside the engine
     except ModelDirError as e:
         raise ValueError(str(e)) from None
+    return plan(model_dir, names, results, settings, options, resume, notify=notify)
+
+
+def _run_one(model_dir, results, names, settings, options, resume, regrade, console) -> dict:
+    """Evaluate (or re-grade) one model into `results` with progress bars."""
+    notify = lambda msg: console.print(f"[yellow]{msg}[/yellow]")  # noqa: E731
+    if regrade:
+        with progress_bars(console) as bars:
+            return regrade_dir(results, settings, progress=bars, notify=notify)
+    # every setting, the data and the stored results are checked now, not after minutes of model loading
+    rows = _checked_plan(model_dir, results, names, settings, options, resume)
+    console.print(plan_lines(rows, 1.0)[-1].split(";")[0], markup=False, highlight=False)
     console.print(f"loading {model_dir} ...")
     engine = Engine(model_dir, options)
     try:

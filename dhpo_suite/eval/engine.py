@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from vllm import SamplingParams
     from vllm.v1.engine.llm_engine import LLMEngine
 
-__all__ = ["EngineOptions", "Engine", "Request", "Completion", "sample_seed"]
+__all__ = ["EngineOptions", "Engine", "Request", "Completion", "sample_seed", "load_tokenizer"]
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,24 @@ def _checkpoint_dtype(model: str) -> str:
     return "float32" if str(config.get("dtype") or config.get("torch_dtype")) == "float32" else "auto"
 
 
+def load_tokenizer(model: str):
+    """(tokenizer, generation config or None) of a model directory; ValueError naming it when unloadable."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{model}: cannot load its tokenizer: {e}") from None
+    try:
+        return tokenizer, GenerationConfig.from_pretrained(model)
+    except OSError:  # no generation_config.json: the tokenizer's eos alone
+        return tokenizer, None
+
+
 class Engine:
     """A loaded model: tokenizer, stop ids, context length and the vLLM engine."""
 
     def __init__(self, model: str, options: EngineOptions = EngineOptions()):
-        from transformers import AutoTokenizer, GenerationConfig
-
         self.model = str(model)
         self.options = options
         cpu = _on_cpu()
@@ -111,14 +123,7 @@ class Engine:
         os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for the results tables
         from vllm import LLM
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.model)
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{self.model}: cannot load its tokenizer: {e}") from None
-        try:
-            self.generation_config = GenerationConfig.from_pretrained(self.model)
-        except OSError:  # no generation_config.json: the tokenizer's eos alone
-            self.generation_config = None
+        self.tokenizer, self.generation_config = load_tokenizer(self.model)
         self.dtype = _checkpoint_dtype(self.model) if options.dtype == "auto" else options.dtype
         kwargs = dict(tensor_parallel_size=options.tensor_parallel_size, dtype=self.dtype, seed=options.seed,
                       enforce_eager=options.enforce_eager or cpu, max_model_len=options.max_model_len)

@@ -26,7 +26,8 @@ from dhpo_suite.eval.sources import Problem, clip
 from dhpo_suite.grading import GraderPool
 from dhpo_suite.runs import eval_results as er
 
-__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "precheck"]
+__all__ = ["EvalSettings", "evaluate", "regrade", "summarize", "summarize_dir", "precheck", "todo", "Todo",
+           "check_protocol"]
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,9 @@ class EvalSettings:
     max_new_tokens: int | None = None
     """Response token limit (clamped to the model's context); None: each benchmark's (16384; a task's own)."""
     temperature: float = 1.0
-    """Sampling temperature."""
+    """Sampling temperature (the protocol's unless given: 1.0 for both)."""
     top_p: float = 1.0
-    """Nucleus sampling mass."""
+    """Nucleus sampling mass (--protocol simplerl: 0.95 unless given)."""
     limit: int | None = None
     """Evaluate only the first N problems of each benchmark (a task: N problems, default 128)."""
     data_dir: str | None = None
@@ -60,8 +61,9 @@ class EvalSettings:
 
 
 Notify = Callable[[str], None]
-Progress = Callable[[str, int, int], Callable[[int], None]]
-"""progress(benchmark, total samples, samples already done) -> advance(k): k more samples done."""
+Progress = Callable[[str, int, int], Callable[..., None]]
+"""progress(benchmark, total samples, samples already done) -> advance(k, tokens=0): k more samples done, with
+`tokens` response tokens among them."""
 
 
 def _config(engine: Engine, settings: EvalSettings) -> dict:
@@ -69,7 +71,8 @@ def _config(engine: Engine, settings: EvalSettings) -> dict:
     return {"results_version": er.RESULTS_VERSION, "model": str(model.resolve()) if model.exists() else engine.model,
             "model_fingerprint": model_fingerprint(model) if model.is_dir() else None,
             "seed": engine.options.seed, "temperature": settings.temperature, "top_p": settings.top_p,
-            "max_model_len": engine.max_model_len, "dtype": engine.dtype, "benches": {}}
+            "max_model_len": engine.max_model_len, "dtype": engine.dtype, "protocol": settings.protocol,
+            "benches": {}}
 
 
 def _stored_config(out_dir: Path, resume: bool) -> dict | None:
@@ -89,8 +92,17 @@ def _open_config(out_dir: Path, config: dict, resume: bool) -> dict:
     if stored is None:
         er.write_json_atomic(out_dir / er.CONFIG, config)
         return config
+    check_protocol(stored, config["protocol"], out_dir / er.CONFIG)
     check_same(stored, config, IDENTITY, str(out_dir / er.CONFIG))
     return stored
+
+
+def check_protocol(stored: dict, protocol: str, path: Path) -> None:
+    """--resume must name the stored evaluation's --protocol (results stored before it was kept: paper's)."""
+    was = stored.get("protocol", "paper")
+    if was != protocol:
+        raise IdentityMismatch(f"{path}: the stored evaluation used --protocol {was}, this one --protocol "
+                               f"{protocol}; pass --protocol {was} to resume it, or choose another --out")
 
 
 def precheck(out_dir: Path | str, model_dir: Path | str, resume: bool) -> None:
@@ -171,14 +183,24 @@ def _skips(problems: list[Problem], ids: dict[str, list[int]], max_model_len: in
     return out
 
 
-def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, grading: GradingThread,
-                    config: dict, progress: Progress, notify: Notify) -> dict:
-    from vllm import SamplingParams
+@dataclass
+class Todo:
+    """One benchmark's work: its problems (this shard's), prompts, token ids, config entry, the sample indices
+    still missing per problem, the problems that cannot be generated, and its samples file."""
 
+    problems: list[Problem]
+    prompts: dict[str, str]
+    ids: dict[str, list[int]]
+    entry: dict[str, Any]
+    missing: dict[str, tuple[int, ...]]
+    skips: dict[str, tuple[str, str]]
+    path: Path
+
+
+def todo(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, config: dict, notify: Notify) -> Todo:
+    """What is left of benchmark `name` in out_dir, every setting checked against the stored config and
+    samples (IdentityMismatch naming the field). Writes nothing; `engine` needs no vLLM (see plan.Tokenizing)."""
     problems, prompts, ids, entry = _prepare(engine, name, settings, config, out_dir / er.CONFIG, notify)
-    n = entry["samples"]
-    config["benches"][name] = entry
-    er.write_json_atomic(out_dir / er.CONFIG, config)
     rank, world = settings.shard
     problems = problems[rank::world]
     path = er.samples_path(out_dir, name) if world == 1 else er.shard_samples_path(out_dir, name, rank, world)
@@ -187,14 +209,27 @@ def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSett
         notify(f"resume: {problem}")
     _check_stored(stored.records, prompts, {p.id: p for p in problems}, path)
     done = {(r["problem_id"], r["sample"]) for r in stored.records}
+    n = entry["samples"]
     missing = {p.id: tuple(s for s in range(n) if (p.id, s) not in done) for p in problems}
     skips = _skips([p for p in problems if missing[p.id]], ids, engine.max_model_len)
+    return Todo(problems, prompts, ids, entry, missing, skips, path)
+
+
+def _evaluate_bench(engine: Engine, name: str, out_dir: Path, settings: EvalSettings, grading: GradingThread,
+                    config: dict, progress: Progress, notify: Notify) -> dict:
+    from vllm import SamplingParams
+
+    t = todo(engine, name, out_dir, settings, config, notify)
+    problems, prompts, entry, missing, skips, path = t.problems, t.prompts, t.entry, t.missing, t.skips, t.path
+    n = entry["samples"]
+    config["benches"][name] = entry
+    er.write_json_atomic(out_dir / er.CONFIG, config)
     if skips:
         status, reason = next(iter(skips.values()))
         notify(f"{name}: {len(skips)} problem(s) cannot be generated and are recorded as skipped ({status}: "
                f"{reason})")
     seed = engine.options.seed
-    requests = [Request((p,), prompts[p.id], missing[p.id], tuple(ids[p.id]),
+    requests = [Request((p,), prompts[p.id], missing[p.id], tuple(t.ids[p.id]),
                         tuple(sample_seed(seed, name, p.id, s) for s in missing[p.id]))
                 for p in problems if missing[p.id] and p.id not in skips]
     total = len(problems) * n
@@ -237,13 +272,14 @@ def summarize(out_dir: Path | str, per_bench: dict[str, dict], config: dict) -> 
     per_bench = {b: per_bench[b] for b in paper_order(per_bench)}
     paper = {k: v for k, v in per_bench.items() if k in PAPER_BENCHMARKS}
     summary = {"results_version": er.RESULTS_VERSION, "model": config.get("model"), "benchmarks": per_bench,
-               "AVG": paper_average(paper or per_bench), "settings": {k: config.get(k) for k in IDENTITY}}
+               "AVG": paper_average(paper or per_bench),
+               "settings": {k: config.get(k) for k in (*IDENTITY, "protocol")}}
     er.write_json_atomic(Path(out_dir) / er.SUMMARY, summary)
     return summary
 
 
-def _no_progress(name: str, total: int, done: int) -> Callable[[int], None]:
-    return lambda k: None
+def _no_progress(name: str, total: int, done: int) -> Callable[..., None]:
+    return lambda k, tokens=0: None
 
 
 def evaluate(engine: Engine, benches: list[str], out_dir: Path | str, settings: EvalSettings = EvalSettings(),

@@ -84,7 +84,7 @@ class Sink:
     `max_delay`: seconds a finished sample waits at most before it is handed over (`tick()` checks, after every
     engine step)."""
 
-    def __init__(self, grading: GradingThread, writer: er.SampleWriter, on_written: Callable[[int], None], *,
+    def __init__(self, grading: GradingThread, writer: er.SampleWriter, on_written: Callable[[int, int], None], *,
                  bench: str, grader: str | None, batch_size: int, max_delay: float = MAX_DELAY):
         self.grading, self.writer, self.on_written = grading, writer, on_written
         self.bench, self.grader = bench, grader
@@ -136,7 +136,7 @@ class Sink:
 
     def _write(self, records: list[dict]) -> None:
         self.writer.write_batch(records)
-        self.on_written(len(records))
+        self.on_written(len(records), sum(r["n_tokens"] for r in records))
 
     def close(self) -> None:
         self.flush()

@@ -1,6 +1,7 @@
 """`dhpo-suite eval` as users run it: SIGKILL mid-evaluation then --resume; clear errors on bad input."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -208,3 +209,61 @@ def test_regrade_needs_only_out_labels_the_stored_model_and_grades_as_eval_does(
     assert er.read_json(out / er.SUMMARY)["benchmarks"]["gsm8k"]["avg@1"] == pytest.approx(1 / 3)
     res = CliRunner().invoke(app, ["eval", "--regrade"])
     assert res.exit_code == 2 and "--regrade: give --out DIR" in res.output
+
+
+@pytest.mark.slow
+def test_progress_lines_reach_a_log_file_while_it_runs(tiny_model_dir, tmp_path):
+    """`eval ... 2> log` (stderr not a terminal): plain lines with samples done/total, tokens/s and the ETA
+    appear in the log while the evaluation runs (every DHPO_EVAL_PROGRESS_SECONDS; 30 by default), and one at
+    the benchmark's end."""
+    log = tmp_path / "log"
+    cmd = [sys.executable, "-m", "dhpo_suite.cli", "eval", "--bench", "arithmetic", "--model", str(tiny_model_dir),
+           "--out", str(tmp_path / "res"), "--limit", "16", "--samples", "4", "--max-new-tokens", "200",
+           "--batch-size", "4", "--grader-workers", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DHPO_EVAL_PROGRESS_SECONDS": "1"}
+    with open(log, "w") as stderr:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        deadline, seen_running = time.time() + scaled(300), []
+        while time.time() < deadline and proc.poll() is None:
+            seen_running = [line for line in log.read_text().splitlines() if line.startswith("arithmetic: ")]
+            if seen_running:
+                break
+            time.sleep(0.2)
+        running = proc.poll() is None
+        proc.wait(timeout=scaled(300))
+    assert running and seen_running, f"no progress line while it ran: {log.read_text()[-2000:]}"
+    assert re.fullmatch(r"arithmetic: \d+/64 samples, \d+ tokens/s, (ETA (\?|\d+:\d\d:\d\d)|done)", seen_running[0])
+    lines = [line for line in log.read_text().splitlines() if line.startswith("arithmetic: ")]
+    assert proc.returncode == 0 and lines[-1].startswith("arithmetic: 64/64 samples, ") and lines[-1].endswith("done")
+    assert not any("\x1b" in line for line in lines)  # plain lines, no terminal codes
+
+
+def test_dry_run_prints_the_plan_and_its_cost_and_loads_nothing(tiny_model_dir, bench_dir, tmp_path):
+    out = tmp_path / "res"
+    res = CliRunner().invoke(app, ["eval", "--dry-run", "--bench", "aime24,amc23", "--model", str(tiny_model_dir),
+                                   "--out", str(out), "--data-dir", str(bench_dir), "--limit", "2",
+                                   "--max-new-tokens", "100", "--tokens-per-second", "50"])
+    assert res.exit_code == 0, res.output
+    rows = {line.split()[0]: line.split() for line in res.output.splitlines() if line.split()[:1] in (["aime24"],
+                                                                                                        ["amc23"])}
+    # problems, samples a problem, samples to generate, budget; worst case = samples x budget (short prompts)
+    assert rows["aime24"][1:5] == ["2", "32", "64", "100"] and rows["aime24"][6] == str(64 * 100)
+    assert rows["amc23"][1:5] == ["2", "4", "8", "100"] and rows["amc23"][6] == str(8 * 100)
+    assert "72 samples to generate, 7200 response tokens at most; at 50 tokens/s" in res.output
+    assert "0:02:24" in res.output  # 7200 / 50 = 144 s
+    assert "loading" not in res.output and not out.exists()
+
+
+def test_resume_without_the_saved_protocol_is_refused_before_the_model_loads(tiny_model_dir, bench_dir, tmp_path):
+    from dhpo_suite.eval.identity import model_fingerprint
+
+    out = tmp_path / "res"
+    er.write_json_atomic(out / er.CONFIG, {"model": str(tiny_model_dir.resolve()), "protocol": "simplerl",
+                                           "model_fingerprint": model_fingerprint(tiny_model_dir), "benches": {}})
+    er.samples_path(out, "amc23").write_text('{"problem_id": "0", "sample": 0}\n')
+    res = CliRunner().invoke(app, ["eval", "--bench", "amc23", "--model", str(tiny_model_dir), "--out", str(out),
+                                   "--data-dir", str(bench_dir), "--resume"])
+    assert res.exit_code == 2 and "pass --protocol simplerl to resume it" in res.output, res.output
+    assert "loading" not in res.output
+    help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "(--protocol simplerl: 0.95 unless given)" in help_text

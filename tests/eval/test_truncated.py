@@ -19,7 +19,7 @@ def test_a_truncated_response_is_graded_only_on_a_committed_answer(tmp_path):
     path = tmp_path / "aime25.samples.jsonl"
     writer = er.SampleWriter(path)
     with GradingThread(workers=1, timeout=10) as grading:
-        sink = Sink(grading, writer, lambda n: None, bench="aime25", grader=None, batch_size=8)
+        sink = Sink(grading, writer, lambda n, tokens: None, bench="aime25", grader=None, batch_size=8)
         sink.add(PROBLEM, "prompt", [Completion(0, TEXT, 20, "stop"), Completion(1, TEXT, 20, "length"),
                                      Completion(2, TEXT + " \\boxed{60}", 24, "length")])
         sink.close()
