@@ -15,6 +15,7 @@ from rich.console import Console
 
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
 from dhpo_suite.eval.benchmarks import BENCHMARKS, load_problems, resolve_benches
+from dhpo_suite.eval.compare_cli import register as register_compare
 from dhpo_suite.eval.engine import Engine, EngineOptions
 from dhpo_suite.eval.engine_keywords import check_engine_keywords
 from dhpo_suite.eval.identity import default_out_dir
@@ -180,6 +181,8 @@ SPELL = {
 
 
 def register(app: typer.Typer) -> None:
+    register_compare(app)
+
     @app.command(help="Evaluate a model (or a run's checkpoints) on the paper's math benchmarks.")
     @config_command(EvalTarget, EvalSettings, EngineOptions, spell=SPELL)
     def eval(ctx: typer.Context, v: Values) -> None:  # noqa: A001 - the command's name

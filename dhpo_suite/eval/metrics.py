@@ -19,6 +19,8 @@ __all__ = ["METRICS", "pass_at_k", "maj_at_k", "powers_of_two", "bench_metrics",
 METRICS = {
     "avg@k": "mean accuracy over all k samples of every problem, k = samples per problem (paper: Avg@32 AIME, "
              "Avg@4 AMC23, accuracy elsewhere); the benchmark's headline",
+    "avg@k_se": "standard error of avg@k with problems as the unit: sample sd of the per-problem accuracies / "
+                "sqrt(P) (0 for one problem)",
     "pass@k": "unbiased pass@k, mean over problems of 1 - C(n-c,k)/C(n,k) (Chen et al. 2021); k a power of two <= n",
     "maj@k": "majority vote over the extracted answers of samples 0..k-1 (no-answer samples do not vote); answers "
              "tied for most votes score the fraction of them that are correct; k a power of two <= n",
@@ -76,8 +78,10 @@ def bench_metrics(records: list[dict], n: int) -> dict:
     groups = [sorted(rs, key=lambda r: r["sample"]) for rs in by_problem.values()]
     full = [g for g in groups if len(g) >= n]
     lengths = [r["n_tokens"] for r in records]
+    accuracies = [_mean([r["correct"] for r in g]) for g in groups]
     out = {
-        f"avg@{n}": _mean([_mean([r["correct"] for r in g]) for g in groups]),
+        f"avg@{n}": _mean(accuracies),
+        f"avg@{n}_se": statistics.stdev(accuracies) / len(accuracies) ** 0.5 if len(accuracies) > 1 else 0.0,
         "len_mean": _mean(lengths),
         "len_median": float(statistics.median(lengths)) if lengths else 0.0,
         "trunc_rate": _mean([r["finish_reason"] == "length" for r in records]),
