@@ -63,6 +63,40 @@ def test_process_results_uses_the_grader():
                                            "answer within \\boxed{}.<|im_end|>\n<|im_start|>assistant\n")
 
 
+def test_process_results_grades_with_the_problem_text_as_eval_does():
+    """A response that only restates the problem is no answer (as `dhpo-suite eval` grades it); without the
+    problem text the fallback would take its 14."""
+    from dhpo_suite.eval.lm_eval_tasks import utils
+
+    doc = {"dhpo_gold": ["14"], "dhpo_problem": "Tom has 14 apples. Tom has 14 bags of rice. How many apples?",
+           "dhpo_id": "0", "dhpo_bench": "gsm8k"}
+    assert utils.process_results(doc, [["Tom has 14 bags of rice.", "So he has 14 apples."]]) == {"avg@2": 0.5}
+
+
+def test_an_instruct_model_gets_its_chat_template_through_lm_evals_model_args(tiny_model_dir, bench_dir,
+                                                                              monkeypatch, tmp_path):
+    """lm-eval hands its model_args (pretrained=...) to the dataset loader: an instruct model's prompts are its
+    own chat template with the boxed instruction, as `dhpo-suite eval` sends them; a base model's qwen-boxed."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from dhpo_suite.eval.lm_eval_tasks import utils
+
+    monkeypatch.setenv("DHPO_BENCHMARKS_DIR", str(bench_dir))
+    instruct = tmp_path / "tiny-instruct"
+    shutil.copytree(tiny_model_dir, instruct)
+    problem = load_problems("amc23", bench_dir, limit=1)[0].problem
+    chat = utils.load_benchmark("amc23", pretrained=str(instruct))["test"][0]
+    tokenizer = AutoTokenizer.from_pretrained(instruct)
+    message = problem + "\nPlease reason step by step, and put your final answer within \\boxed{}."
+    assert utils.doc_to_text(chat) == tokenizer.apply_chat_template([{"role": "user", "content": message}],
+                                                                    tokenize=False, add_generation_prompt=True)
+    base = utils.load_benchmark("amc23", pretrained=str(tiny_model_dir))["test"][0]
+    assert utils.doc_to_text(base).startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+                                              "<|im_start|>user\n" + problem + "\nPlease reason step by step")
+
+
 @pytest.mark.slow
 def test_lm_eval_hf_runs_our_tasks_offline_on_the_tiny_model(tiny_model_dir, bench_dir, monkeypatch):
     from lm_eval import simple_evaluate
