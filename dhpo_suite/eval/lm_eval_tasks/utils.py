@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from pathlib import Path
 
 from dhpo_suite.eval.prompts import QWEN_BOXED
 
@@ -37,8 +38,6 @@ def load_benchmark(bench: str, pretrained: str | None = None, template: str | No
 
 def _renderer(pretrained: str | None, template: str | None):
     """problem -> prompt text: `template`, else the model's default as the evaluator chooses it."""
-    from pathlib import Path
-
     from dhpo_suite.eval.prompts import is_chat_model, load_template
 
     tokenizer = None
