@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -95,7 +95,7 @@ def _checkpoint_dtype(model: str) -> str:
     return "float32" if str(config.get("dtype") or config.get("torch_dtype")) == "float32" else "auto"
 
 
-def load_tokenizer(model: str):
+def load_tokenizer(model: str) -> tuple[Any, Any]:
     """(tokenizer, generation config or None) of a model directory; ValueError naming it when unloadable."""
     from transformers import AutoTokenizer, GenerationConfig
 
