@@ -220,6 +220,11 @@ def register(app: typer.Typer) -> None:
                 summaries = _sweep(targets, ctx)
             else:
                 summaries = _sequential(targets, names, settings, options, t.resume, t.regrade, console)
+        if t.run is not None and v["shard"] is None:  # accuracy vs step, every evaluated checkpoint of the run
+            from dhpo_suite.eval.compare import run_table, write_csv
+
+            write_csv(run_table(t.run), er.checkpoint_eval_dir(t.run, 0).parent / "accuracy.csv")
+            console.print(f"checkpoints: {er.checkpoint_eval_dir(t.run, 0).parent / 'accuracy.csv'}")
         out_console = Console(width=None if sys.stdout.isatty() else 160)  # files/pipes get the full table
         out_console.print(headline_table(summaries))
         for label, s in summaries.items():

@@ -60,6 +60,9 @@ def test_eval_of_each_checkpoint_matches_the_trainers_held_out_reward(trained_ru
     assert proc.stderr.count("(own process)") == 2  # a fresh engine process per checkpoint
     assert "step 1" in proc.stdout and "step 2" in proc.stdout and "arithmetic" in proc.stdout
     assert not [line for line in proc.stdout.splitlines() if "INFO" in line or "WARNING" in line]  # logs: stderr
+    table = (run / "evals" / "accuracy.csv").read_text().splitlines()  # accuracy vs step, with its standard error
+    assert table[0].startswith("step,bench,metric,value,se,") and [r.split(",")[:3] for r in table[1:]] == \
+        [["1", "arithmetic", f"avg@{SAMPLES}"], ["2", "arithmetic", f"avg@{SAMPLES}"]]
 
     task = get_task("arithmetic")
     heldout = task.make_problems(TrainConfig().eval_prompts, seed=0, split="test")  # the trainer's held-out set
