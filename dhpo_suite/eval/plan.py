@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhpo_suite.eval.benchmarks import load_problems
 from dhpo_suite.eval.engine import EngineOptions, _checkpoint_dtype, load_tokenizer
 from dhpo_suite.eval.identity import IDENTITY, check_same
 from dhpo_suite.eval.runner import EvalSettings, _config, _stored_config, check_protocol, precheck, todo
@@ -65,6 +66,8 @@ def plan(model_dir: str, benches: list[str], out_dir: Path | str, settings: Eval
     field or option, ValueError) without loading the model. Writes nothing."""
     out_dir = Path(out_dir)
     precheck(out_dir, model_dir, resume)
+    for name in benches:  # bad data is named before anything of the model is read
+        load_problems(name, settings.data_dir, settings.limit, seed=options.seed)
     engine = Tokenizing(model_dir, options)
     config = _config(engine, settings)
     stored = _stored_config(out_dir, resume)
