@@ -18,9 +18,10 @@ from dhpo_suite.dashboard.cli import register as register_dashboard
 from dhpo_suite.eval.cli import register as register_eval
 from dhpo_suite.grading.cli import register as register_grading
 from dhpo_suite.runs.safe_write import WriteError
-from dhpo_suite.science.cli import register as register_science
+from dhpo_suite.science.cli import register as register_compare
 from dhpo_suite.tracking.cli import register as register_tracking
 from dhpo_suite.train.cli import register as register_train
+from dhpo_suite.train.sweep_cli import register as register_sweep
 from dhpo_suite.train.verl_backend.data_cli import register as register_data
 
 __all__ = ["app", "debug_enabled", "main", "one_line"]
@@ -91,12 +92,13 @@ def _root(debug: bool = typer.Option(False, "--debug", envvar=DEBUG_ENV, show_en
 
 
 register_train(app)
+register_sweep(app)
 register_eval(app)
 register_grading(app)
 register_data(app)
 register_dashboard(app)
 register_tracking(app)
-register_science(app)
+register_compare(app)
 
 
 def main() -> None:

@@ -69,6 +69,8 @@ def _imports(module: str) -> tuple[frozenset[str], frozenset[str]]:
                 inside.add(_owner(name))
             else:
                 outside.add(name.split(".")[0])
+    if module == "dhpo_suite.science":
+        inside |= _face_modules()
     inside.discard(module)
     inside.discard(None)
     return frozenset(inside), frozenset(outside)
@@ -76,6 +78,15 @@ def _imports(module: str) -> tuple[frozenset[str], frozenset[str]]:
 
 def _graph() -> dict[str, frozenset[str]]:
     return {m: _imports(m)[0] for m in _modules()}
+
+
+def _face_modules() -> frozenset[str]:
+    """The modules behind `dhpo_suite.science`'s face (its FACE dict, loaded by name on first use): the package's
+    edges in the graph, which `import` statements alone do not show."""
+    tree = ast.parse((PKG / "science" / "__init__.py").read_text(encoding="utf-8"))
+    face = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "FACE" for t in n.targets))
+    return frozenset(f"dhpo_suite.science.{m}" for m in face.values())
 
 
 def _cycles(graph: dict[str, frozenset[str]]) -> list[set[str]]:
@@ -214,6 +225,47 @@ def test_dashboard_never_imports_torch_vllm_or_verl():
     reached = _reach(_area("dhpo_suite.dashboard"))
     heavy = {m: sorted(_imports(m)[1] & {"torch", "vllm", "verl", "transformers"}) for m in reached}
     assert {m: h for m, h in heavy.items() if h} == {}
+
+
+# ---- the layers: science analyses runs, the dashboard draws, nothing imports the dashboard (issue 45) ----
+
+def test_science_imports_only_runs_and_the_leaves():
+    # The analysis layer: pandas, numpy, scipy over run directories (runs/); config_cli for compare's options.
+    allowed = set(_area("dhpo_suite.runs")) | {"dhpo_suite.config_cli", "dhpo_suite.jsonl"}
+    assert {m: sorted(out - allowed) for m, out in _imports_outside("dhpo_suite.science").items()
+            if out - allowed} == {}
+    reached = _reach(_area("dhpo_suite.science"))
+    assert not {m for m in reached if m.startswith(("dhpo_suite.dashboard", "dhpo_suite.train"))}
+    heavy = {m: sorted(_imports(m)[1] & {"torch", "streamlit", "plotly", "vllm", "verl", "transformers"})
+             for m in reached}
+    assert {m: h for m, h in heavy.items() if h} == {}
+
+
+def test_science_face_names_what_it_serves():
+    import dhpo_suite.science as science
+
+    assert _face_modules() <= set(_modules())
+    assert {n: getattr(science, n) for n in science.FACE}  # every public name resolves in its module
+    assert "dhpo_suite.science.compare" in _imports("dhpo_suite.science")[0]  # the graph follows the face
+
+
+def test_nothing_imports_the_dashboard_but_itself_and_the_command_line():
+    users = {m for m in _modules() if not m.startswith("dhpo_suite.dashboard")
+             and any(i.startswith("dhpo_suite.dashboard") for i in _imports(m)[0])}
+    assert users == {"dhpo_suite.cli"}  # registers `dhpo-suite dashboard` (dashboard/cli.py)
+
+
+def test_the_dashboard_reads_science_through_its_face():
+    # The Sweep and collapse pages compute what `dhpo-suite compare` prints with the same functions, named once.
+    inner = {m: sorted(i for i in out if i.startswith("dhpo_suite.science."))
+             for m, out in _imports_outside("dhpo_suite.dashboard").items()}
+    assert {m: i for m, i in inner.items() if i} == {}
+    assert "dhpo_suite.science" in _imports("dhpo_suite.dashboard.sweep_stats")[0]
+
+
+def test_no_module_over_400_lines():
+    long = {m: n for m, p in _modules().items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}
 
 
 # ---- the run-directory layout ----

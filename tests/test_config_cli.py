@@ -1,4 +1,4 @@
-"""Every option of `train`, `eval` and `sweep` is a field of a config dataclass (dhpo_suite.config_cli): the
+"""Every option of `train`, `eval`, `sweep` and `compare` is a field of a config dataclass (dhpo_suite.config_cli): the
 commands list exactly those fields, with the field's docstring as help, and know which ones the user typed."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from dhpo_suite.config_cli import Spell, Values, config_command, field_docs, to_
 from dhpo_suite.eval.cli import EvalTarget
 from dhpo_suite.eval.engine import EngineOptions
 from dhpo_suite.eval.runner import EvalSettings
-from dhpo_suite.science.cli import SWEEP_SETS, SweepArgs
+from dhpo_suite.science.cli import CompareArgs
 from dhpo_suite.train.cli import TrainCommand
+from dhpo_suite.train.sweep_cli import SWEEP_SETS, SweepArgs
 from dhpo_suite.testing.load import scaled
 from dhpo_suite.train.embedded.config import TrainConfig
 
@@ -28,6 +29,7 @@ COMMANDS = {
     "train": [(TrainConfig, ()), (TrainCommand, ())],
     "eval": [(EvalTarget, ()), (EvalSettings, ()), (EngineOptions, ())],
     "sweep": [(SweepArgs, ()), (TrainConfig, SWEEP_SETS)],
+    "compare": [(CompareArgs, ())],
 }
 
 
@@ -136,7 +138,7 @@ def test_engine_args_are_typed_as_json():
 
 def test_a_sweep_continues_whatever_order_or_spelling_the_train_options_had(tmp_path):
     """sweep.json keeps the train options as first typed; the same options typed otherwise are the same sweep."""
-    from dhpo_suite.science.cli import _canonical
+    from dhpo_suite.train.sweep_cli import _canonical
 
     command = _command("sweep")
     ctx = command.make_context("sweep", [str(tmp_path), "-G", "4", "--steps", "2", "--lr", "0.0002"])

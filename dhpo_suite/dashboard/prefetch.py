@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import streamlit as st
 
 from dhpo_suite.dashboard import controls, data, views
-from dhpo_suite.science.collapse import CollapseRule
+from dhpo_suite.science import CollapseRule
 
 __all__ = ["schedule", "schedule_current", "warm", "wait", "MAX_RUNS", "DELAY_S"]
 

@@ -1,5 +1,5 @@
-"""The Sweep page's numbers: the selected runs grouped by every setting that differs (groups.py), and the
-statistics of `dhpo-suite compare` (`dhpo_suite.science.compare`: per-run metrics, per-group intervals,
+"""The Sweep page's numbers: the selected runs grouped by every setting that differs (science.group_labels), the
+statistics of `dhpo-suite compare` (`dhpo_suite.science`'s face: per-run metrics, per-group intervals,
 paired differences, curve bands) imported, never re-derived, behind st.cache_data keyed by the runs' versions.
 
 Curves are averaged on a common step grid: a group's curve has a point only at the steps where every run of
@@ -20,17 +20,16 @@ import pandas as pd
 import streamlit as st
 
 from dhpo_suite.dashboard import data
-from dhpo_suite.science import groups
 from dhpo_suite.dashboard.figures.curves import minmax_positions
 from dhpo_suite.runs import RunFormatError, RunReader
-from dhpo_suite.science import compare as cmp
+from dhpo_suite import science
 
 __all__ = ["selection_version", "sweep", "summary", "differences", "one_apart", "bands", "common_grid", "fmt_sig",
            "BAND_POINTS", "CURVES"]
 
 BAND_POINTS = 150
 """Most steps per group at which a band is bootstrapped and drawn."""
-CURVES = {cmp.HELDOUT: "Held-out reward", "entropy/mean": "Token entropy (nats)",
+CURVES = {science.HELDOUT: "Held-out reward", "entropy/mean": "Token entropy (nats)",
           "length/mean": "Response length (tokens)", "reward/mean": "Training reward"}
 _TTL = 3600
 
@@ -56,24 +55,24 @@ def sweep(version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, list[str], pd.Dat
         problems += probs
         if not frame.empty:
             loaded.append((run, reader.manifest, frame))
-    settings = {run: groups.run_settings(m.to_dict()) for run, m, _ in loaded}
-    base = dict(zip([run for run, _, _ in loaded], cmp.run_labels([m for _, m, _ in loaded])))
-    labels = groups.group_labels(settings, base)
+    settings = {run: science.run_settings(m.to_dict()) for run, m, _ in loaded}
+    base = dict(zip([run for run, _, _ in loaded], science.run_labels([m for _, m, _ in loaded])))
+    labels = science.group_labels(settings, base)
     runs = [(run, labels[run], m.seed, m.status, frame) for run, m, frame in loaded]
-    keep = ("step", *CURVES, cmp.HELDOUT_INITIAL)
+    keep = ("step", *CURVES, science.HELDOUT_INITIAL)
     parts = [frame[[c for c in keep if c in frame]].assign(label=label, seed=seed, run=run)
              for run, label, seed, _, frame in runs]
     scalars = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["step", "label", "seed", "run"])
-    keys = groups.differing(settings)
+    keys = science.differing(settings)
     table = pd.DataFrame([{"run": run, "group": label, "seed": seed, **{k: settings[run].get(k, "—") for k in keys}}
                           for run, label, seed, _, _ in runs])
-    return cmp.metrics_of(runs), scalars, problems, table
+    return science.metrics_of(runs), scalars, problems, table
 
 
 @st.cache_data(max_entries=8, ttl=_TTL, show_spinner="Bootstrapping the intervals…")
 def summary(version: tuple) -> pd.DataFrame:
     """compare.summarize over the groups: per group, per metric, the mean and its 95 % interval, and n."""
-    return cmp.summarize(sweep(version)[0])
+    return science.summarize(sweep(version)[0])
 
 
 @st.cache_data(max_entries=32, ttl=_TTL, show_spinner=False)
@@ -86,10 +85,10 @@ def one_apart(version: tuple, baseline: str) -> dict[str, str]:
     for run, path, _ in version:
         if run in labels:
             try:
-                settings[run] = groups.run_settings(RunReader(path).manifest.to_dict())
+                settings[run] = science.run_settings(RunReader(path).manifest.to_dict())
             except RunFormatError:
                 continue
-    return groups.one_apart_from(baseline, settings, labels)
+    return science.one_apart_from(baseline, settings, labels)
 
 
 @st.cache_data(max_entries=32, ttl=_TTL, show_spinner="Bootstrapping the differences…")
@@ -99,7 +98,7 @@ def differences(version: tuple, baseline: str) -> pd.DataFrame:
     and model at once measures none of them (issue 43)."""
     apart = one_apart(version, baseline)
     metrics = sweep(version)[0]
-    diffs = cmp.paired_differences(metrics[metrics["label"].isin([baseline, *apart])], baseline)
+    diffs = science.paired_differences(metrics[metrics["label"].isin([baseline, *apart])], baseline)
     if diffs.empty:
         return diffs
     return diffs.assign(**{"differs in": diffs["label"].map(apart)})
@@ -142,5 +141,5 @@ def bands(version: tuple, metric: str, label: str, n: int = BAND_POINTS) -> pd.D
     # values off the drawn grid are blanked, and the rows that carry the pre-training value are kept.
     sub = mine.assign(seed=mine["run"])
     sub.loc[~sub["step"].isin(steps), metric] = np.nan
-    out = cmp.curve_bands(sub, metric)
-    return out[out["step"].isin(steps) | ((out["step"] == 0) & (metric == cmp.HELDOUT))].reset_index(drop=True)
+    out = science.curve_bands(sub, metric)
+    return out[out["step"].isin(steps) | ((out["step"] == 0) & (metric == science.HELDOUT))].reset_index(drop=True)

@@ -16,8 +16,7 @@ import streamlit as st
 from plotly.colors import qualitative
 
 from dhpo_suite.dashboard import data, frames
-from dhpo_suite.science import groups as science_groups
-from dhpo_suite.science.collapse import Collapse, CollapseRule, detect_collapse
+from dhpo_suite.science import Collapse, CollapseRule, detect_collapse, seed_means
 from dhpo_suite.dashboard.controls import Context
 from dhpo_suite.dashboard.figures import collapse as fcollapse
 from dhpo_suite.dashboard.figures import curves
@@ -73,7 +72,7 @@ def _panels(versions: tuple, evals: pd.DataFrame, alpha: float, step_range: tupl
     common = dict(colors=colors, log_y=log_y, legend=False, raw=raw, smoothing=alpha, x=x_axis)
     panels = [(m, m, None, ()) for m in extra] + PANELS
     if groups:  # runs averaged per group (seeds), each curve with its 95 % band; no raw curves
-        f = science_groups.seed_means(f, dict(groups), [m for m, *_ in panels])
+        f = seed_means(f, dict(groups), [m for m, *_ in panels])
         common |= dict(raw=None)
         panels = [(m, title.split(":")[0] + ": mean, 95 % band", (f"{m} lo", f"{m} hi"), ())
                   for m, title, *_ in panels]

@@ -1,8 +1,42 @@
-"""Science across seeds (docs/sweep.md), the analysis layer under `dhpo-suite compare` and the dashboard.
+"""Science across seeds (docs/sweep.md): the analysis layer under `dhpo-suite compare` and the dashboard.
 
-compare.py: per-run metrics and per-label t-intervals; stats.py: the paired statistics (t, sign-flip, Holm, TOST,
-P(improvement), power); prereg.py: the pre-registration file and its digest check; checks.py: the manipulation
-checks; contrasts.py: pre-registered contrasts and verdicts; analysis.py: one comparison read once; collapse.py:
-the entropy-collapse detector; groups.py: which runs may be averaged together; kept.py: the committed kept-data
-folder; tables.py: formatting; cli.py: `dhpo-suite sweep` and `dhpo-suite compare`; update_distance.py: the
-one-step update-distance probe. No torch outside update_distance.py: the dashboard imports compare.py."""
+It reads run directories through `dhpo_suite.runs` and imports nothing else of the package (pandas, numpy, scipy;
+no torch, no Streamlit: tests/test_architecture.py). Callers outside it use this face only:
+
+    from dhpo_suite import science
+    a = science.analyse(sweep_dir)                   # everything `dhpo-suite compare` prints, read once
+    c = science.detect_collapse(entropy, length)     # the entropy-collapse verdict of one run (science.verdict(c))
+
+and, for a selection of runs already read (the dashboard's Sweep page), the steps `analyse` is made of:
+`metrics_of` (per-run metrics), `summarize` (per-label intervals), `paired_differences`, `curve_bands`,
+`run_labels` / `group_labels` (which runs are averaged together).
+
+Modules: compare.py (per-run metrics, intervals), stats.py (paired statistics), prereg.py, checks.py, contrasts.py,
+analysis.py, collapse.py, groups.py, kept.py, tables.py (formatting), cli.py (`dhpo-suite compare`). The names
+load on first use, so `dhpo-suite --help` does not import scipy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+FACE = {
+    "analyse": "analysis", "Analysis": "analysis",
+    "detect_collapse": "collapse", "verdict": "collapse", "Collapse": "collapse", "CollapseRule": "collapse",
+    "metrics_of": "compare", "summarize": "compare", "paired_differences": "compare", "curve_bands": "compare",
+    "run_labels": "compare", "Interval": "compare", "METRIC_DOCS": "compare", "HELDOUT": "compare",
+    "HELDOUT_INITIAL": "compare",
+    "group_labels": "groups", "run_settings": "groups", "differing": "groups", "one_apart_from": "groups",
+    "seed_means": "groups", "run_leak": "leak",
+    "fmt_interval": "tables",
+}
+"""Public name -> the module of dhpo_suite.science that defines it."""
+
+__all__ = sorted(FACE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in FACE:
+        raise AttributeError(f"module 'dhpo_suite.science' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"dhpo_suite.science.{FACE[name]}"), name)

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dhpo_suite.science.collapse import Collapse
+from dhpo_suite.science import Collapse
 from dhpo_suite.dashboard.figures.curves import axis_title, empty_figure, run_colors, thin
 from dhpo_suite.dashboard.figures.grid import axis_suffix
 

@@ -10,7 +10,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from dhpo_suite.dashboard import controls, data, frames, viewer, views
-from dhpo_suite.science.collapse import CollapseRule, verdict
+from dhpo_suite.science import CollapseRule, verdict
 from dhpo_suite.dashboard.figures import collapse as fig
 from dhpo_suite.dashboard.figures.curves import prepare
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dhpo_suite.dashboard import controls, frames, viewer, views
 from dhpo_suite.dashboard.figures.curves import CLIP_DEFINITIONS
-from dhpo_suite.science.leak import run_leak
+from dhpo_suite.science import run_leak
 
 ctx = controls.context()
 st.title("Clipping and outliers")

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dhpo_suite.dashboard import controls, data
-from dhpo_suite.science.collapse import detect_collapse, verdict
+from dhpo_suite.science import detect_collapse, verdict
 from dhpo_suite.dashboard.registry import PAGE_DIR, QUESTIONS
 
 ctx = controls.context()

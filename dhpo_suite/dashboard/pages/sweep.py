@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dhpo_suite.dashboard import controls, sweep_stats, views
-from dhpo_suite.science import compare as cmp
+from dhpo_suite.science import METRIC_DOCS
 
 ctx = controls.context()
 st.title("Sweep: settings across seeds")
@@ -41,7 +41,7 @@ def as_text(frame: pd.DataFrame, collapsed: dict[str, str], baseline: str | None
     """Intervals with significant digits, no Python None, collapse steps said as what they are; `baseline`:
     rows are paired differences against that group."""
     out = frame.copy()
-    for m in cmp.METRIC_DOCS:
+    for m in METRIC_DOCS:
         out[m] = out[m].map(sweep_stats.fmt_sig)
     if baseline is None:
         out["collapse_step"] = [collapse_text(v, collapsed[g]) for v, g in zip(out["collapse_step"], out["label"])]
@@ -92,7 +92,7 @@ summary = sweep_stats.summary(version)
 collapsed = dict(zip(summary["label"], summary["collapsed"]))
 st.table(as_text(summary, collapsed).astype(str).T)  # groups as columns: fits 1280 px, HTML
 with st.expander("What each row measures"):
-    st.markdown("\n".join(f"- **{k}**: {v}" for k, v in cmp.METRIC_DOCS.items()))
+    st.markdown("\n".join(f"- **{k}**: {v}" for k, v in METRIC_DOCS.items()))
 controls.seed_from_url("sweep_baseline", "baseline", lambda v: v if v in labels else None)
 if st.session_state.get("sweep_baseline") not in labels:
     st.session_state["sweep_baseline"] = next((g for g in labels if g.split(" · ")[0] == "grpo"), labels[0])
