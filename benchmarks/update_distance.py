@@ -14,7 +14,7 @@ and we measure how far each arm's update lands from the reference arm's (GRPO 0.
 A ratio of a few % says the arms make near-identical updates: outcome differences between them can only be
 noise or step size, and the setting cannot resolve a claim about their mechanism. Writes
 `update_distance.json` into the sweep directory (format in docs/sweep.md; compare reads `distance`, `pairs` and
-`yardstick`). Run: `python -m dhpo_suite.science.update_distance SWEEP/grpo-s100 [--steps 10,20]`.
+`yardstick`). Run: `python benchmarks/update_distance.py SWEEP/grpo-s100 [--steps 10,20]`.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dhpo_suite.science.update_distance", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python benchmarks/update_distance.py", description=__doc__.split("\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="run directories (a GRPO run with checkpoints)")
     p.add_argument("--steps", default="", help="checkpoint steps, comma-separated (default: all but the last)")
     p.add_argument("--heldout", type=int, default=64, help="held-out responses the update is measured on")
