@@ -69,11 +69,11 @@ def dhpo(
         w = entropy_weight(x.entropy, x.mask, entropy_scope)
     else:
         w = torch.full_like(r, avg_weight)
-    m = w * r + (1 - w) * s  # eq. 7's hybrid ratio
+    m = torch.lerp(s, r, w)  # eq. 7's hybrid ratio w·r + (1−w)·s, in one pass
     tok, seq = (1 - eps_low, 1 + eps_high), (1 - seq_eps_low, 1 + seq_eps_high)
     if clip == "branch":  # eq. 11: each ratio clipped in its own region, then mixed
         r_clip, s_clip = r.clamp(*tok), s.clamp(*seq)
-        m_clip = w * r_clip + (1 - w) * s_clip
+        m_clip = torch.lerp(s_clip, r_clip, w)
     else:  # unified (the ablation): the mix clipped with the token ε
         m_clip = m.clamp(*tok)
     loss_mat, low, high = clipped_surrogate(m, m_clip, x.adv)  # eq. 7

@@ -30,10 +30,15 @@ def sg_sequence_ratio(log_prob: torch.Tensor, seq_log_ratio: torch.Tensor) -> to
     """s_it = sg[s_i] · π_it / sg[π_it] (GSPO-token, as DHPO carries the sequence ratio per token); (B, T).
 
     Its value is s_i on every token; its gradient is s_i · ∇log π_it, so each token keeps its own
-    credit while the ratio's size is the sequence's.
+    credit while the ratio's size is the sequence's. Written s_i + s_i·(log π_it − sg[log π_it]): the bracket is
+    exactly 0, so the value is s_i and the gradient s_i·∇log π_it, in two passes over (B, T) where
+    exp(log π − sg[log π] + log s_i) takes four and a clamp's backward. verl clamps log s_i at 10 (a response
+    whose clamp binds gets no gradient): done per response, on (B,).
     """
-    log_s = log_prob - log_prob.detach() + seq_log_ratio.detach().unsqueeze(-1)
-    return torch.exp(torch.clamp(log_s, max=SEQ_LOG_RATIO_MAX))
+    log_s = seq_log_ratio.detach()
+    s = torch.exp(torch.clamp(log_s, max=SEQ_LOG_RATIO_MAX))
+    slope = torch.where(log_s <= SEQ_LOG_RATIO_MAX, s, torch.zeros_like(s))
+    return torch.addcmul(s.unsqueeze(-1), slope.unsqueeze(-1), log_prob - log_prob.detach())
 
 
 def entropy_weight(entropy: torch.Tensor, mask: torch.Tensor, scope: str) -> torch.Tensor:
@@ -65,7 +70,9 @@ def clipped_surrogate(
     Returns (loss_mat, clip_low, clip_high): where the clipped term is strictly the larger loss, clipping
     removes the gradient; with A < 0 that is the lower bound's doing (clipped > ratio), with A > 0 the upper's.
     """
-    unclipped_loss = -adv * ratio
-    clipped_loss = -adv * clipped
+    neg_adv = -adv
+    unclipped_loss, clipped_loss = neg_adv * ratio, neg_adv * clipped
     active = clipped_loss > unclipped_loss
-    return torch.maximum(unclipped_loss, clipped_loss), active & (adv < 0), active & (adv > 0)
+    # max() as where(): the same values, and a backward of two selects instead of max's tie-splitting (a tie is
+    # m = m̃, where both terms carry the same gradient).
+    return torch.where(active, clipped_loss, unclipped_loss), active & (adv < 0), active & (adv > 0)
