@@ -23,12 +23,13 @@ def _yaml(path: Path) -> dict:
 
 
 def test_one_base_and_one_short_file_per_paper_benchmark():
-    assert sorted(p.stem for p in TASKS.glob("*.yaml")) == sorted(PAPER_BENCHMARKS)
+    # Every paper benchmark has its file; one added later (docs/extending.md) is a registered benchmark's file.
+    assert set(PAPER_BENCHMARKS) <= {p.stem for p in TASKS.glob("*.yaml")} <= set(BENCHMARKS)
     base = _yaml(TASKS / "_dhpo_template_yaml")
     assert base["custom_dataset"] == "utils.load_benchmark" and base["process_results"] == "utils.process_results"
     g = base["generation_kwargs"]
     assert (g["temperature"], g["top_p"], g["max_gen_toks"]) == (1.0, 1.0, 16384)  # the paper's protocol
-    for name in PAPER_BENCHMARKS:
+    for name in (p.stem for p in TASKS.glob("*.yaml")):
         cfg = _yaml(TASKS / f"{name}.yaml")
         assert cfg["include"] == "_dhpo_template_yaml" and cfg["task"] == f"dhpo_{name}"
         assert cfg["metadata"]["bench"] == name
@@ -43,7 +44,7 @@ def test_tasks_read_the_local_copies_offline_through_the_registry(bench_dir, mon
 
     monkeypatch.setenv("DHPO_BENCHMARKS_DIR", str(bench_dir))
     flat = TaskManager(include_path=[str(TASKS)], include_defaults=False).load(["dhpo_math"])["tasks"]
-    assert sorted(flat) == sorted(f"dhpo_{b}" for b in PAPER_BENCHMARKS)
+    assert sorted(flat) == sorted(f"dhpo_{p.stem}" for p in TASKS.glob("*.yaml"))  # the group: every file
     for name in ("minerva_math", "aime25"):
         docs = list(flat[f"dhpo_{name}"].test_docs())
         want = load_problems(name, bench_dir)

@@ -30,8 +30,9 @@ EQS_3_6_7_AGGREGATION = "seq-mean-token-mean"
 BATCHES = {"qwen3-1.7b": (256, 16), "qwen3-4b": (256, 16), "qwen3-30b-a3b": (32, 32)}
 
 
-def test_every_objective_has_settings():
-    assert set(APPENDIX_D) | {"sapo"} == set(OBJECTIVES)
+def test_every_objective_of_appendix_d_is_registered():
+    # Not a pinned list of all objectives: one added outside the paper (docs/extending.md) needs no entry here.
+    assert set(APPENDIX_D) <= set(OBJECTIVES)
 
 
 def test_everything_but_the_clip_ranges_is_shared(tmp_path):
