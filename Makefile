@@ -1,5 +1,6 @@
-# Two entry points (see README): `make demo` (install + main job) and `make test` (install + tests).
-# Both are idempotent: the install step re-runs only when a requirements file or pyproject.toml changes.
+# Entry points (see README): `make demo` (install + main job), `make test` (install + every test) and `make check`
+# (the fast tier: lint + the tests not marked slow).
+# All are idempotent: the install step re-runs only when a requirements file or pyproject.toml changes.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ UVPIP := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode \
 TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo lint test browser clean-env
+.PHONY: install demo lint test check browser clean-env
 
 install: $(STAMP)
 
@@ -40,6 +41,11 @@ lint: install
 
 test: install lint browser
 	$(BIN)/python -m pytest
+
+# The fast tier for the edit loop (README): the lint, then every test not marked `slow` (pyproject.toml's marker:
+# end-to-end tests over ~20 s). CI runs `make test`, everything.
+check: install lint
+	$(BIN)/python -m pytest -m "not slow"
 
 # Debian's Chromium for the dashboard's end-to-end test (Playwright drives /usr/bin/chromium; it never
 # downloads a browser). Installs only when missing; as root directly, otherwise through sudo.

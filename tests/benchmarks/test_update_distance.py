@@ -15,6 +15,8 @@ import pytest
 
 from benchmarks.update_distance import ARMS, Arm, main, probe_run
 
+pytestmark = pytest.mark.slow  # a real training run, then one update per arm
+
 TOKEN_MEAN = Arm("grpo-token-mean", "grpo", {"eps_low": 0.2, "eps_high": 0.2, "loss_agg_mode": "token-mean"})
 
 

@@ -10,6 +10,8 @@ from dhpo_suite.eval.prompts import load_template, stop_token_ids
 from dhpo_suite.eval.runner import EvalSettings, evaluate, regrade
 from dhpo_suite.runs import eval_results as er
 
+pytestmark = pytest.mark.slow  # the real vLLM engine (its start alone is most of the cost)
+
 
 @pytest.fixture(scope="module")
 def settings(bench_dir):

@@ -36,6 +36,7 @@ def test_simplerl_question_text(question, gold, expected):
     assert simplerl_question(question, gold) == expected
 
 
+@pytest.mark.slow  # the real vLLM engine
 def test_simplerl_protocol_end_to_end(engine, tmp_path):
     """The real engine under --protocol simplerl: SimpleRL's stop strings and budget are recorded (and resume
     checks them), the prompt holds the stripped question, and no response runs past a stop string."""
@@ -73,6 +74,7 @@ def test_chat_models_are_told_by_template_and_name(tiny_model_dir, tmp_path, nam
     assert not is_chat_model(model, tokenizer)  # no chat template: never the chat default
 
 
+@pytest.mark.slow  # the real vLLM engine
 def test_an_instruct_model_gets_its_chat_template_by_default(engine, tmp_path, monkeypatch):
     """The engine's model renamed as an instruct model: without --template the paper's benchmarks use `chat`
     (said once), a task keeps its own, and --template qwen-boxed still wins."""

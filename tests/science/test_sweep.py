@@ -63,6 +63,7 @@ def wait_for_half_done_run(out: Path, proc: subprocess.Popen, timeout: float = 2
     raise AssertionError("no run reached its first checkpoint in time")
 
 
+@pytest.mark.slow  # a sweep of real trainings, SIGKILLed and resumed
 @pytest.mark.timeout(600)
 def test_sweep_kill_resume_and_paired_first_rollout(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
