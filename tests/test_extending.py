@@ -1,6 +1,7 @@
-"""docs/extending.md's worked examples that no other test runs: a dashboard page and an evaluation benchmark,
-each added by touching the files the doc names and nothing else. (A setting: tests/objectives/test_registry.py;
-a step metric: tests/telemetry/test_metrics.py.)"""
+"""docs/extending.md's worked examples that no other test runs: a dashboard page, an evaluation benchmark and an
+objective, each added by touching the files the doc names and nothing else; the objective's also runs, unedited,
+the test files that iterate over every objective. (A setting: tests/objectives/test_registry.py; a step metric:
+tests/telemetry/test_metrics.py.)"""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 import dhpo_suite.dashboard
@@ -84,6 +86,8 @@ def reinforce(
     return _output(x, -r * x.adv * adv_scale, loss_agg_mode, token=Branch(r), sequence=Branch(s))
 '''
 
+NEW_SETTING_ROW = "| `adv_scale` | reinforce | any | factor on the advantage |\n"
+
 CHECK_OBJECTIVE = '''
 import torch
 from dhpo_suite.train.embedded.config import TrainConfig
@@ -109,6 +113,7 @@ print("ok")
 '''
 
 
+@pytest.mark.slow  # a copy of the package and of the tests, two fresh interpreters with torch and verl
 def test_a_new_objective_is_one_registered_function(tmp_path):
     # docs/extending.md, "An objective": one decorated function appended to a copy of losses.py, nothing else;
     # the embedded trainer's config, --hp, the objective library and verl's loss registry all take it.
@@ -117,10 +122,30 @@ def test_a_new_objective_is_one_registered_function(tmp_path):
 
     import dhpo_suite as pkg
 
+    root = Path(pkg.__file__).parents[1]
     copy = tmp_path / "dhpo_suite"
-    shutil.copytree(Path(pkg.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "dhpo_suite", copy, ignore=shutil.ignore_patterns("__pycache__"))
     losses = copy / "train" / "objectives" / "losses.py"
     losses.write_text(losses.read_text() + NEW_OBJECTIVE)
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", CHECK_OBJECTIVE], cwd=tmp_path, capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)}, timeout=300)
+                         env=env, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    # The test files the doc says need no edit pass, unedited, on the package with the new objective: those that
+    # run every registered objective (settings, output, config, one update) and the presets' Appendix D check.
+    shutil.copytree(root / "tests", tmp_path / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / "pyproject.toml", tmp_path)
+    (tmp_path / "docs").mkdir()
+    doc = (root / "docs" / "objectives.md").read_text()  # and the doc's one edit: the setting's row
+    table = "| setting | objectives | allowed | meaning |\n|---|---|---|---|\n"
+    assert table in doc
+    (tmp_path / "docs" / "objectives.md").write_text(doc.replace(table, table + NEW_SETTING_ROW))
+    suite = ["tests/objectives/test_registry.py", "tests/objectives/test_output.py", "tests/train/test_config.py",
+             "tests/train/test_update.py",
+             "tests/verl/test_presets.py::test_every_objective_of_appendix_d_is_registered"]
+    out = subprocess.run([sys.executable, "-m", "pytest", *suite, "-v", "-p", "no:cacheprovider",
+                          "-k", "reinforce or appendix_d"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:]
+    ran = {line.split("::")[0] for line in out.stdout.splitlines() if "reinforce" in line and "PASSED" in line}
+    assert ran == set(suite[:4]), out.stdout[-3000:]  # each file ran the new objective
