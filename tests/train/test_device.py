@@ -77,6 +77,7 @@ def test_a_bf16_run_trains_end_to_end_and_records_its_precision(ci_config, tmp_p
         assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float32}  # master weights stay fp32
 
 
+@pytest.mark.slow  # starts vLLM's engine, then trains, in a fresh process
 def test_threads_that_do_not_take_are_reported_when_training_starts(ci_config, tiny_model_dir, tmp_path, user_env):
     """vLLM's CPU worker replaces torch.set_num_threads with a no-op in any process that ran it (seen in the
     full suite: "CPU backend doesn't allow to use torch.set_num_threads after the thread binding"); the trainer
