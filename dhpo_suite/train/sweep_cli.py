@@ -12,7 +12,6 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
-from dhpo_suite.science.prereg import PreregError, digest, parse
 from dhpo_suite.train import sweep as sw
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
 from dhpo_suite.train.embedded.config import MAX_SEED, ConfigError, TrainConfig
@@ -65,8 +64,8 @@ def register(app: typer.Typer) -> None:
             if v.given - {"out", "workers", "no_progress"}:
                 requested = _requested(a.algos, a.clip, a.seeds, v, train_args)
                 if a.prereg is not None:
-                    registration = _read_prereg(a.prereg)
-                    requested = dataclasses.replace(requested, prereg_sha256=digest(registration))
+                    registration, sha256 = _read_prereg(a.prereg)
+                    requested = dataclasses.replace(requested, prereg_sha256=sha256)
             grid = sw.load_or_create(a.out, requested, registration, canonical=lambda t: _canonical(ctx, t))
             held = sw.lock(a.out)  # a second sweep on OUT is refused here, before any log is touched
         except sw.SweepError as e:
@@ -121,11 +120,13 @@ def _canonical(ctx: typer.Context, tokens: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(to_argv(ctx.command.params, parsed.params, keep=lambda name: name in given - SWEEP_FIELDS))
 
 
-def _read_prereg(path: Path) -> bytes:
-    """The bytes of the pre-registration file, checked (every field) before anything is written."""
+def _read_prereg(path: Path) -> tuple[bytes, str]:
+    """The bytes of the pre-registration file, checked (every field) before anything is written, and their
+    digest. Imported here: the checks read pandas, which `dhpo-suite --help` must not load."""
     from dhpo_suite.runs.format import RunFormatError
     from dhpo_suite.runs.json_text import check_depth
     from dhpo_suite.science.compare import METRIC_DOCS
+    from dhpo_suite.science.prereg import PreregError, digest, parse
 
     try:
         data = path.read_bytes()
@@ -135,7 +136,7 @@ def _read_prereg(path: Path) -> bytes:
         raise sw.SweepError(f"--prereg: {path}: {e.strerror}") from None
     except (PreregError, RunFormatError) as e:
         raise sw.SweepError(f"--prereg: {e}") from None
-    return data
+    return data, digest(data)
 
 
 def _check_train_options(algos, clips, seed: int, values: dict) -> None:
