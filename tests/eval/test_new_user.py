@@ -89,6 +89,7 @@ def test_an_instruct_model_gets_its_chat_template_by_default(engine, tmp_path, m
 
 
 # ---- names train accepts
+@pytest.mark.slow  # converts SmolLM2-135M (22 s)
 def test_eval_accepts_smollm2_by_the_name_train_accepts(tmp_path, monkeypatch):
     """`eval --model smollm2-135m` is the directory `train --model smollm2-135m` starts from (converted into the
     trainer's cache on first use), and it is a chat model."""

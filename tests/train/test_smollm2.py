@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dhpo_suite.models.smollm2 import find_gguf, smollm2_dir
 
 
+@pytest.mark.slow  # converts SmolLM2-135M from GGUF (23 s in `make check`, load 1.5)
 def test_gguf_converts_once_to_a_chat_model_that_ends_turns_with_im_end(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -30,6 +33,7 @@ def test_gguf_converts_once_to_a_chat_model_that_ends_turns_with_im_end(tmp_path
     assert "5" in answer and out[-1].item() == tok.eos_token_id, answer
 
 
+@pytest.mark.slow  # processes converting SmolLM2-135M at once (29 s)
 def test_runs_starting_at_once_share_one_conversion(tmp_path):
     """A sweep starts its first runs together: each process converting into the same temp dir corrupted the
     cache (SafetensorError, 'Unrecognized model', 'Couldn't instantiate the backend tokenizer')."""
