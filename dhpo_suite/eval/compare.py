@@ -19,6 +19,7 @@ from pathlib import Path
 from scipy import stats
 
 from dhpo_suite.runs import eval_results as er
+from dhpo_suite.runs.safe_write import atomic_file
 
 __all__ = ["Paired", "paired_difference", "compare_dirs", "run_table", "write_csv"]
 
@@ -103,7 +104,8 @@ def run_table(run_dir: Path | str) -> list[dict]:
 
 
 def write_csv(rows: list[dict], path: Path | str) -> None:
-    with open(path, "w", newline="") as f:
+    """Through runs.safe_write like every other output: a full disk leaves no half-written CSV."""
+    with atomic_file(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["step"])
         w.writeheader()
         w.writerows(rows)
