@@ -20,6 +20,7 @@ from scipy import stats
 
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.safe_write import atomic_file
+from dhpo_suite.science.stats import t_interval
 
 __all__ = ["Paired", "paired_difference", "compare_dirs", "run_table", "write_csv"]
 
@@ -59,14 +60,14 @@ def paired_difference(a: list[float], b: list[float], one_sample: bool = False, 
     mean = statistics.fmean(d)
     if len(d) < 2:
         return mean, float("nan"), float("nan"), float("nan"), "paired t"
-    se = statistics.stdev(d) / len(d) ** 0.5
-    half = stats.t.ppf(0.5 + level / 2, len(d) - 1) * se
+    low, high = t_interval(d, level)  # science's one Student-t interval, the seeds' comparisons' too
     if one_sample:
         gained, lost = sum(x == 1 for x in d), sum(x == -1 for x in d)
         p = stats.binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0
-        return mean, mean - half, mean + half, float(p), "exact McNemar"
+        return mean, low, high, float(p), "exact McNemar"
+    se = statistics.stdev(d) / len(d) ** 0.5
     p = 1.0 if se == 0 else float(2 * stats.t.sf(abs(mean) / se, len(d) - 1))
-    return mean, mean - half, mean + half, p, "paired t"
+    return mean, low, high, p, "paired t"
 
 
 def compare_dirs(a: Path | str, b: Path | str) -> list[Paired]:
