@@ -11,6 +11,10 @@ UVPIP := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode \
 # TORCH_INDEX="--index-url <the PyTorch CPU wheel index>".
 TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
+# pytest-xdist workers for `make test` and `make check` (tests/conftest.py keeps verl's and the evaluator's tests
+# together on one worker each). Two fill this 2-core machine; `TEST_WORKERS=0` runs in one process.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --no-loadscope-reorder
 
 .PHONY: install demo lint test check browser clean-env
 
@@ -40,12 +44,12 @@ lint: install
 	$(BIN)/mypy
 
 test: install lint browser
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 # The fast tier for the edit loop (README): the lint, then every test not marked `slow` (pyproject.toml's marker:
 # end-to-end tests over ~20 s). CI runs `make test`, everything.
 check: install lint
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # Debian's Chromium for the dashboard's end-to-end test (Playwright drives /usr/bin/chromium; it never
 # downloads a browser). Installs only when missing; as root directly, otherwise through sudo.

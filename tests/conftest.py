@@ -36,7 +36,37 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
+# `make test` spreads the suite over pytest-xdist workers. The tests that share one heavy thing stay on one
+# worker, in file order: verl's (a Ray cluster and verl's trainer each; their process checks want one job at a
+# time) and the evaluator's (one vLLM engine per package, tests/eval/conftest.py); every other module is a unit of
+# its own. The two groups are the longest units, so they are queued first: no worker idles while the other ends.
+XDIST_GROUPS = ("tests/verl/", "tests/eval/")
+
+
+def _group(nodeid: str) -> int:
+    """The index in XDIST_GROUPS of the test's group, or len(XDIST_GROUPS)."""
+    return next((i for i, p in enumerate(XDIST_GROUPS) if nodeid.startswith(p)), len(XDIST_GROUPS))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    # A scheduler, not `--dist loadgroup`: xdist 3.8 groups by renaming node ids, which pytest 9 ignores.
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            i = _group(nodeid)
+            return XDIST_GROUPS[i] if i < len(XDIST_GROUPS) else super()._split_scope(nodeid)
+
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, so the queue is the same
+        items.sort(key=lambda item: _group(item.nodeid))
+    _scale_timeouts(config, items)
+
+
+def _scale_timeouts(config, items):
     """pytest-timeout's limit (pyproject: 600 s, ample on a quiet machine) times the measured slowdown of this
     machine (dhpo_suite.testing.load), so a test fails on a busy laptop only if it is really stuck. Tests with
     their own timeout marker keep it."""
