@@ -9,6 +9,6 @@
 - `grading_rewrites`: equivalent rewrites and near misses of gold answers (the grader's tests and benchmark).
 
 They import verl's internals freely (they stand in for verl's trainer); the backend itself touches verl only
-through `dhpo_suite/train/verl_backend/seam.py`. They live here rather than under `tests/` because spawned
+through `dhpo_suite/train/verl_backend/seam/`. They live here rather than under `tests/` because spawned
 worker processes import them by module name, and `tests` is taken by verl's own test package in site-packages.
 """

@@ -5,7 +5,7 @@
     loss_mode("dhpo-e") == "dhpo_suite.dhpo-e"                         # verl's actor.policy_loss.loss_mode
 
 The verl entry point is `plugin.py`; the one adapter of verl's loss call is `policy_loss.py`; the one module
-that touches verl's internals is `seam.py` (docs/verl.md). Importing this package does not import verl or torch.
+that touches verl's internals is `seam/` (docs/verl.md). Importing this package does not import verl or torch.
 """
 
 from dhpo_suite.train.verl_backend.data import prepare

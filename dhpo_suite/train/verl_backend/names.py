@@ -14,7 +14,7 @@ LOSS_PREFIX = "dhpo_suite."
 POLICY_LOSS_CONFIG = "dhpo_suite.train.verl_backend.config.DHPOPolicyLossConfig"
 """The `_target_` of `actor.policy_loss` in every launch (config.py): verl builds our config class."""
 GLOBAL_STEP_KEY = "dhpo_global_steps"
-"""Non-tensor field of an actor update's batch: verl's trainer-side `global_steps` (seam.py puts it there)."""
+"""Non-tensor field of an actor update's batch: verl's trainer-side `global_steps` (seam/patches.py puts it there)."""
 RID_KEY = "dhpo_response_id"
 """Batch field holding each row's global response id (rank_telemetry.py), -1 for verl's padding rows."""
 

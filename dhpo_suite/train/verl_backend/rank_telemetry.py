@@ -3,7 +3,7 @@
 One call of verl's `TrainingWorker.train_mini_batch` is one training step, numbered by verl's own
 `global_steps` (which the trainer's batch carries, seam.global_step) (all mini-batches and PPO
 epochs of one rollout batch). On every data-parallel rank, `run_step` (wrapped around that call by the
-plugin, seam.py):
+plugin, seam/patches.py):
 
 1. gives each response of the step a global id: all ranks all-gather their `uid`s (verl's prompt-group
    ids), prompt p = rank of its uid in sorted order, response j = its order within the group, id =
@@ -24,7 +24,7 @@ plugin, seam.py):
    step through `RunWriter` with verl's grad_norm and lr.
 
 Only ranks whose loss is a dhpo_suite loss with `policy_loss.run_dir` set take part; all others pass
-through untouched. Every read of verl's objects goes through seam.py.
+through untouched. Every read of verl's objects goes through the seam (seam/reads.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One function, `check(cfg, explicit)`, serves both ways in:
 
     dhpo-suite train --backend verl ...          launch.plan calls it (explicit = every override it passes)
-    python -m verl.trainer.main_ppo ...          verl's validate_config runs it first (seam.py), in the driver,
+    python -m verl.trainer.main_ppo ...          verl's validate_config runs it first (seam/patches.py), in the driver,
       actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.dhpo-e     before Ray, vLLM or a model loads
 
 For a dhpo_suite loss it resolves the objective's settings once (hparams.resolve: the user's, else the paper's,

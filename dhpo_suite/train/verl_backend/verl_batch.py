@@ -1,9 +1,9 @@
 """verl 0.9.1's batch layout, read: the fields of one actor update's batch and of a loss call's micro-batch.
 
-Beside seam.py (what we patch in verl), this is the other half of what the backend knows of verl's internals:
-padded (B, T) tensors from the legacy trainer, jagged nested tensors from the v1 trainer's TransferQueue,
-non-tensor fields (raw prompts, reward-model records) as numpy arrays, NonTensorStacks or lists. A verl upgrade
-means auditing both files (docs/verl.md).
+Beside the seam (seam/: what we patch and read in verl), this is the other half of what the backend knows of
+verl's internals: padded (B, T) tensors from the legacy trainer, jagged nested tensors from the v1 trainer's
+TransferQueue, non-tensor fields (raw prompts, reward-model records) as numpy arrays, NonTensorStacks or lists.
+A verl upgrade means auditing both (docs/verl.md).
 """
 
 from __future__ import annotations
