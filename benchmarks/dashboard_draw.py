@@ -32,7 +32,7 @@ from dhpo_suite.runs import RunReader
 PANELS = [("entropy/mean", ("entropy/p10", "entropy/p90"), ()), ("length/mean", None, (("length/p90", "p90"),)),
           ("length/truncated_frac", None, ()), ("reward/mean", None, ()),
           ("w/mean", ("w/p10", "w/p90"), (("w/p50", "p50"),)), ("kl/k3", None, (("kl/k1", "k1"),)),
-          ("grad_norm", None, ())]  # the page's (dashboard/pages/dynamics.py)
+          ("grad_norm", None, ())]  # the page's (dashboard/app_pages/dynamics.py)
 
 
 def figures(root: Path, alpha: float = 0.6) -> list[go.Figure]:

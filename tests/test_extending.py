@@ -32,8 +32,9 @@ for run in ctx.selected:
 
 
 def test_a_new_dashboard_page_is_its_file_plus_one_registry_line(tmp_path, monkeypatch):
-    # The package's pages/ plus the new file, as the doc's two edits leave them (copied: the package is not edited).
-    pages = tmp_path / "pages"
+    # The package's app_pages/ plus the new file, as the doc's two edits leave them (copied: the package is not
+    # edited).
+    pages = tmp_path / registry.PAGE_DIR.name
     shutil.copytree(registry.PAGE_DIR, pages, ignore=shutil.ignore_patterns("__pycache__"))
     (pages / "steps.py").write_text(NEW_PAGE)
     app = tmp_path / "app.py"
@@ -46,7 +47,7 @@ def test_a_new_dashboard_page_is_its_file_plus_one_registry_line(tmp_path, monke
     monkeypatch.setenv(RUNS_DIR_ENV, str(runs))
     at = AppTest.from_file(str(app), default_timeout=60).run()
     assert not at.exception, [e.value for e in at.exception]
-    at.switch_page("pages/steps.py").run()
+    at.switch_page(f"{pages.name}/steps.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Steps"
     shown = " ".join(m.value for m in at.markdown)

@@ -1,4 +1,4 @@
-"""Streamlit entry point: navigation (each page lives in pages/, listed in registry.PAGES), the Plotly.js
+"""Streamlit entry point: navigation (each page lives in app_pages/, listed in registry.PAGES), the Plotly.js
 preload of warmup.py and the server-side prefetch of prefetch.py."""
 
 import streamlit as st

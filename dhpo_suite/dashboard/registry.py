@@ -7,14 +7,14 @@ from pathlib import Path
 
 __all__ = ["PageSpec", "PAGES", "PAGE_DIR", "QUESTIONS", "RUNS_DIR_ENV"]
 
-PAGE_DIR = Path(__file__).with_name("pages")
+PAGE_DIR = Path(__file__).with_name("app_pages")
 RUNS_DIR_ENV = "DHPO_RUNS_DIR"
 """The environment variable through which `dhpo-suite dashboard` tells the app its runs directory."""
 
 
 @dataclass(frozen=True)
 class PageSpec:
-    """One page: its script under pages/, its title and icon, and what it is for (shown in docs and tests)."""
+    """One page: its script under app_pages/, its title and icon, and what it is for (shown in docs and tests)."""
 
     file: str
     title: str

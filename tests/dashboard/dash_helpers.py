@@ -17,11 +17,11 @@ APP = Path(dhpo_suite.dashboard.__file__).with_name("app.py")
 
 
 def open_page(monkeypatch, root: Path, page: str | None = None, timeout: float = 60) -> AppTest:
-    """Run the app over `root` and switch to pages/<page> (None: the first page)."""
+    """Run the app over `root` and switch to app_pages/<page> (None: the first page)."""
     monkeypatch.setenv(RUNS_DIR_ENV, str(root))
     at = AppTest.from_file(str(APP), default_timeout=timeout).run()
     if page is not None and page != PAGES[0].file:
-        at.switch_page(f"pages/{page}").run()
+        at.switch_page(f"app_pages/{page}").run()
     return at
 
 

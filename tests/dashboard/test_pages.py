@@ -257,7 +257,7 @@ def test_outliers_page_reports_missing_files_of_the_chosen_step(damaged_root, mo
     at.number_input(key="outliers_step_box").set_value(7).run()
     no_errors(at)
     assert "outliers/step-000007.parquet" in texts(at)
-    at.switch_page("pages/rollouts.py").run()
+    at.switch_page("app_pages/rollouts.py").run()
     at.number_input(key="rollouts_step_box").set_value(7).run()
     said = texts(at)
     assert "No responses recorded at step 7 of partial" in said and "samples/step-000007.parquet: missing" in said

@@ -42,7 +42,7 @@ def test_the_chart_pages_first_views_are_built_before_they_are_opened(tmp_path, 
     built = dict(builds)
     assert built == {"grid": 1, "why_figure": 1, "clip_fractions": 2, "log_ratio_heatmap": 2}
     for page in ("dynamics.py", "collapse.py", "outliers.py"):
-        at.switch_page(f"pages/{page}").run()
+        at.switch_page(f"app_pages/{page}").run()
         no_errors(at)
     at.selectbox(key="outliers_run").set_value("grpo").run()  # the second run's Clipping view
     no_errors(at)
