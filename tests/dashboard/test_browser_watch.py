@@ -61,11 +61,9 @@ def browsing(root: Path):
 
 
 def open_page(browser, url: str, path: str):
-    """A fresh tab: the app's root first (a deep link's first load in a new tab skips app.py's navigation), then
-    `path`."""
+    """A fresh tab opened straight at `url + path`, as a researcher pastes a link (test_browser_links.py checks
+    that such a first load is the page, set up by app.py)."""
     page = browser.new_page(viewport=SCREEN)
-    page.goto(url)
-    page.wait_for_selector(IDLE, timeout=60_000)
     page.goto(url + path)
     page.wait_for_selector(IDLE, timeout=60_000)
     return page
