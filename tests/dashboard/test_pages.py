@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.dashboard.dash_helpers import figure, figures, no_errors, open_page, panels, texts, trace
+from streamlit.testing.v1 import AppTest
+from tests.dashboard.dash_helpers import APP, figure, figures, no_errors, open_page, panels, texts, trace
 from tests.dashboard.fixture_runs import entropy_at, sample_advantage, write_eval, write_lr_sweep, write_run
 
-from dhpo_suite.dashboard.registry import PAGES
+from dhpo_suite.dashboard.registry import PAGE_DIR, PAGES, RUNS_DIR_ENV
 from dhpo_suite.runs import RunWriter, StepRecord, read_manifest
 
 
@@ -227,6 +228,17 @@ def test_page_shows_the_runs_data(page, runs_root, monkeypatch):
     at = open_page(monkeypatch, runs_root, page.file)
     no_errors(at)
     CHECKS[page.file](at, runs_root)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.file for p in PAGES])
+def test_a_page_opened_first_runs_inside_app_py(page, runs_root, monkeypatch):
+    # A deep link's first load (test_browser_links.py in Chromium): with the pages in a pages/ folder Streamlit ran
+    # the page alone, without app.py's navigation and set-up (its style sheet is the sign here).
+    monkeypatch.setenv(RUNS_DIR_ENV, str(runs_root))
+    at = AppTest.from_file(str(APP), default_timeout=60).switch_page(f"{PAGE_DIR.name}/{page.file}").run()
+    no_errors(at)
+    assert at.title[0].value.startswith(page.title) and at.sidebar.multiselect[0].label == "Runs to compare"
+    assert any("stMainBlockContainer" in h.proto.body for h in at.get("html")), page.file
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.file for p in PAGES])
