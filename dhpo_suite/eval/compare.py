@@ -20,7 +20,7 @@ from scipy import stats
 
 from dhpo_suite.runs import eval_results as er
 from dhpo_suite.runs.safe_write import atomic_file
-from dhpo_suite.science.stats import t_interval
+from dhpo_suite.science.stats import t_interval, t_test_p
 
 __all__ = ["Paired", "paired_difference", "compare_dirs", "run_table", "write_csv"]
 
@@ -65,9 +65,7 @@ def paired_difference(a: list[float], b: list[float], one_sample: bool = False, 
         gained, lost = sum(x == 1 for x in d), sum(x == -1 for x in d)
         p = stats.binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0
         return mean, low, high, float(p), "exact McNemar"
-    se = statistics.stdev(d) / len(d) ** 0.5
-    p = 1.0 if se == 0 else float(2 * stats.t.sf(abs(mean) / se, len(d) - 1))
-    return mean, low, high, p, "paired t"
+    return mean, low, high, t_test_p(d), "paired t"  # science's one t-test p (0.0 / 1.0 when sd is 0: see there)
 
 
 def compare_dirs(a: Path | str, b: Path | str) -> list[Paired]:

@@ -8,6 +8,8 @@ lets two processes lock two different inodes of the same name); releasing emptie
 
 A child process of the holder (the evaluator's per-checkpoint or data-parallel workers) writes under its
 parent's lock: it finds the record naming its parent on this host and goes ahead without taking the lock.
+`inherit=False` turns that off for a lock that must refuse its holder's own process tree too (a sweep: a second
+`sweep` started from a run of the first is still a second sweep).
 
 On a filesystem without `flock` (some network mounts) the record alone decides: a holder on this host that
 is no longer running is stale; a live one, or one on another host (which cannot be checked from here), refuses.
@@ -29,7 +31,12 @@ LOCK_FILE = ".writer.lock"
 
 
 class LockHeld(RuntimeError):
-    """Another live writer holds the directory. The message names the directory and the holder."""
+    """Another live writer holds the directory. The message names the directory and the holder; `holder` is the
+    holder alone ("pid N on HOST since T, running `COMMAND`"), for a caller that words its own line."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 def _record() -> dict:
@@ -82,13 +89,15 @@ class DirLock:
     """Exclusive writer lock of one directory (created if missing). Raises LockHeld when a live writer has it.
 
     `stale` is the record of a dead previous holder that was taken over (None when there was none), so the
-    caller can say so in one line. `inherited` is True in a child of the holder (it writes under that lock).
+    caller can say so in one line. `inherited` is True in a child of the holder (it writes under that lock);
+    with `inherit=False` a child of the holder is refused like anyone else.
     """
 
-    def __init__(self, directory: Path | str, create: bool = True) -> None:
+    def __init__(self, directory: Path | str, create: bool = True, inherit: bool = True) -> None:
         self.directory = Path(directory)
         self.path = self.directory / LOCK_FILE
         self.create = create
+        self.inherit = inherit
         self.stale: dict | None = None
         self.inherited = False
         self._fd: int | None = None
@@ -100,12 +109,13 @@ class DirLock:
         try:
             previous = _parse(os.pread(fd, 65536, 0).decode("utf-8", "replace"))
             if not self._flock(fd, previous):
-                if _is_parent(previous):
+                if self.inherit and _is_parent(previous):
                     self.inherited = True
                     os.close(fd)
                     return self
-                raise LockHeld(f"{self.directory}: another writer is using it ({_describe(previous)}); wait for it "
-                               f"to finish, or stop it")
+                holder = _describe(previous)
+                raise LockHeld(f"{self.directory}: another writer is using it ({holder}); wait for it to finish, "
+                               "or stop it", holder)
             if previous and previous.get("pid") != os.getpid():
                 self.stale = previous  # its holder died without releasing (SIGKILL, power loss)
             data = json.dumps(_record()).encode()

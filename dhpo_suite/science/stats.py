@@ -5,8 +5,9 @@ time (it cannot see beyond the observed spread; tests/science/test_stats.py simu
 interval is exact for normal differences and close for mildly skewed ones. So, per contrast, over the n seeds
 both arms share:
 
-    paired_test      mean difference, its 95 % t-interval and two-sided t-test p (scipy.stats.ttest_rel), and the
-                     exact sign-flip permutation p (all 2^n sign patterns: no normality assumed)
+    paired_test      mean difference, its 95 % t-interval and two-sided t-test p (scipy.stats.ttest_rel; `t_test_p`
+                     says what it gives when every difference is the same), and the exact sign-flip permutation p
+                     (all 2^n sign patterns: no normality assumed)
     holm             Holm's step-down adjustment of the p-values of a declared family (Holm 1979)
     tost             two one-sided t-tests for "equal within ±margin" (Schuirmann 1987): p = the larger one-sided p
     prob_improvement P(arm > baseline) over all pairs of runs, ties counting one half (rliable's probability of
@@ -27,7 +28,8 @@ import numpy as np
 from scipy import optimize, stats
 
 __all__ = ["BOOTSTRAP_MIN_N", "MIN_SEEDS", "WHY_MIN_SEEDS", "PairedTest", "bootstrap_interval", "detectable",
-           "holm", "paired_test", "power", "prob_improvement", "seeds_needed", "sign_flip_p", "t_interval", "tost"]
+           "holm", "paired_test", "power", "prob_improvement", "seeds_needed", "sign_flip_p", "t_interval", "t_test_p",
+           "tost"]
 
 MIN_SEEDS = 3
 BOOTSTRAP_MIN_N = 20
@@ -62,8 +64,16 @@ def t_interval(d, confidence: float = 0.95) -> tuple[float, float]:
     return m - half, m + half
 
 
-def _t_p(d) -> float:
-    """Two-sided one-sample t-test p of mean 0 (1.0 when every difference is 0, NaN-free)."""
+def t_test_p(d) -> float:
+    """Two-sided one-sample t-test p of mean 0 over the finite differences `d` (n ≥ 2): scipy.stats.ttest_1samp's
+    p, and the one p of every paired t-test here (seeds in `compare`, problems in `eval-compare`).
+
+    Where every difference is the same, sd = 0 and t = mean/0. A nonzero mean gives t = ±inf and p = 0.0, as
+    scipy does: the arms differ by the same amount every time. All differences 0 gives 0/0, which scipy returns
+    as NaN; here it is 1.0: the observed mean sits exactly on the null, so t = 0 for any spread and there is no
+    evidence of a difference. A NaN would read as "not computed" and `holm` would drop it from the family,
+    making the other contrasts' adjusted p smaller; 1.0 keeps it in (the sign-flip p is 1.0 there too)."""
+    d = _finite(d)
     n, m, sd = len(d), float(d.mean()), float(d.std(ddof=1))
     if sd == 0:
         return 1.0 if m == 0 else 0.0
@@ -92,7 +102,7 @@ def paired_test(d) -> PairedTest:
     if n < MIN_SEEDS:
         return PairedTest(n, mean, sd, math.nan, math.nan, math.nan, math.nan, WHY_MIN_SEEDS)
     lo, hi = t_interval(d)
-    return PairedTest(n, mean, sd, lo, hi, _t_p(d), sign_flip_p(d))
+    return PairedTest(n, mean, sd, lo, hi, t_test_p(d), sign_flip_p(d))
 
 
 def holm(p) -> np.ndarray:

@@ -12,7 +12,10 @@ the verl plugin when verl imports `verl.utils.tracking`, wraps the two methods:
   `SummaryWriter` (our events go into the same event file) and its W&B run (our manifest under the run
   config key `dhpo_suite`);
 - `log(data, step)`: after verl's own log, every committed step <= `step` not mirrored yet is read back
-  through `RunReader` and logged at its own step (with a samples table every `TABLE_EVERY` steps).
+  through `RunReader` and logged at its own step (with a samples table every `TABLE_EVERY` steps);
+- `finish(exit_code)`: verl's TaskRunnerV1.run calls it right after `fit` returned (0) or raised (1); then
+  `on_finish(run_dir, exit_code)` runs (the verl backend closes a plain launch's manifest with it). Not when
+  the object is merely collected (`__del__` calls `finish()` with no code, whatever happened).
 
 A failure (unreadable run directory, a tracker error) warns once and switches our part off; verl's own
 logging is never touched.
@@ -23,9 +26,9 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["TABLE_EVERY", "VerlMirror", "patch"]
+__all__ = ["TABLE_EVERY", "VerlMirror", "patch", "run_dir_of"]
 
 TABLE_EVERY = 10
 """Sampled rollouts go to W&B as a table every this many steps."""
@@ -66,9 +69,8 @@ class VerlMirror:
 def mirror_for(config: Any, loggers: dict[str, Any]) -> VerlMirror | None:
     """A VerlMirror when `config` (verl's resolved config, a dict) trains a dhpo_suite loss with a run
     directory and `loggers` (Tracking.logger) holds tensorboard and/or wandb; None otherwise."""
-    policy_loss = _get(config, "actor_rollout_ref", "actor", "policy_loss") or {}
-    run_dir, loss_mode = policy_loss.get("run_dir"), str(policy_loss.get("loss_mode") or "")
-    if not run_dir or not loss_mode.startswith("dhpo_suite."):
+    run_dir = run_dir_of(config)
+    if run_dir is None:
         return None
     mirrors = []
     if "tensorboard" in loggers:
@@ -83,17 +85,25 @@ def mirror_for(config: Any, loggers: dict[str, Any]) -> VerlMirror | None:
     return VerlMirror(run_dir, mirrors) if mirrors else None
 
 
-def patch(module) -> None:
-    """Wrap `module.Tracking` (verl.utils.tracking) so that our telemetry joins verl's destinations."""
+def run_dir_of(config: Any) -> str | None:
+    """The run directory of verl's resolved config when it trains a dhpo_suite loss with one, else None."""
+    policy_loss = _get(config, "actor_rollout_ref", "actor", "policy_loss") or {}
+    run_dir, loss_mode = policy_loss.get("run_dir"), str(policy_loss.get("loss_mode") or "")
+    return str(run_dir) if run_dir and loss_mode.startswith("dhpo_suite.") else None
+
+
+def patch(module, on_finish: Callable[[str, int], object] | None = None) -> None:
+    """Wrap `module.Tracking` (verl.utils.tracking) so that our telemetry joins verl's destinations, and
+    `on_finish(run_dir, exit_code)` runs when verl finishes a dhpo_suite run's tracking with an exit code."""
     cls = module.Tracking
     if getattr(cls, _PATCHED, False):
         return
-    init, log = cls.__init__, cls.log
+    init, log, finish = cls.__init__, cls.log, cls.finish
 
     @functools.wraps(init)
     def __init__(self, project_name, experiment_name, default_backend="console", config=None):
         init(self, project_name, experiment_name, default_backend, config)
-        self._dhpo_mirror = None
+        self._dhpo_mirror, self._dhpo_run_dir = None, run_dir_of(config or {})
         try:
             self._dhpo_mirror = mirror_for(config or {}, getattr(self, "logger", {}))
         except Exception as e:  # noqa: BLE001 - verl's own logging goes on regardless
@@ -111,7 +121,20 @@ def patch(module) -> None:
                 _warn(e)
         return result
 
-    cls.__init__, cls.log = __init__, log_
+    @functools.wraps(finish)
+    def finish_(self, exit_code=None):
+        first = not getattr(self, "_finished", False)  # verl's finish runs once; so does ours
+        result = finish(self, exit_code=0 if exit_code is None else exit_code)
+        run_dir = getattr(self, "_dhpo_run_dir", None)
+        if first and exit_code is not None and run_dir and on_finish is not None:
+            try:
+                on_finish(run_dir, int(exit_code))
+            except Exception as e:  # noqa: BLE001 - verl's run has ended; its own exit must not fail on ours
+                _log.warning("dhpo_suite: %s: could not record how verl's run ended: %s: %s", run_dir,
+                             type(e).__name__, e)
+        return result
+
+    cls.__init__, cls.log, cls.finish = __init__, log_, finish_
     setattr(cls, _PATCHED, True)
 
 

@@ -4,7 +4,7 @@
     OUT/prereg.json           the pre-registration (`--prereg FILE`, copied before any run; its sha256 in sweep.json)
     OUT/<algo>[-<clip>]-s<seed>/   one run directory per cell (docs/run-format.md)
     OUT/logs/<cell>.log       each run's console output
-    OUT/sweep.lock            held (flock) while a sweep runs here: a second `sweep` on OUT is refused, untouched
+    OUT/.writer.lock          held (runs/lock.py) while a sweep runs here: a second `sweep` on OUT is refused, untouched
 
 Each cell is a `dhpo-suite train` subprocess with one torch thread, so a 2-core machine runs two at once.
 Re-running the same command continues the sweep: completed runs are skipped, a run with a manifest (killed
@@ -17,7 +17,6 @@ algorithms at a shared seed are paired.
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import json
 import os
 import signal
@@ -28,10 +27,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["Cell", "Sweep", "SweepError", "SweepLock", "cell_state", "default_workers", "load_or_create", "lock",
+from dhpo_suite.runs.lock import DirLock, LockHeld
+
+__all__ = ["Cell", "Sweep", "SweepError", "cell_state", "default_workers", "load_or_create", "lock",
            "run_sweep"]
 
-SWEEP_FILE, LOCK_FILE = "sweep.json", "sweep.lock"
+SWEEP_FILE = "sweep.json"
 SWEEP_VERSION = 1
 
 
@@ -123,34 +124,15 @@ def load_or_create(out: Path, requested: Sweep | None, prereg: bytes | None = No
     return requested
 
 
-@dataclass
-class SweepLock:
-    """The open, flock-ed OUT/sweep.lock of a running sweep (released when the process ends, or by `release`)."""
-
-    out: Path
-    fd: int
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-def lock(out: Path) -> SweepLock:
-    """Hold OUT/sweep.lock for this process; SweepError (one line) when another sweep holds it. An advisory flock:
-    the kernel drops it when its holder dies, so a killed sweep never leaves a stale lock."""
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+def lock(out: Path) -> DirLock:
+    """Hold OUT's writer lock (runs/lock.py) for this process; SweepError (one line) when another sweep holds it,
+    even one this process was started from (`inherit=False`: a sweep launched by a run of the first is a second
+    sweep). The kernel drops the flock when its holder dies, so a killed sweep never leaves a stale lock."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 200).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise SweepError(f"{out}: another `dhpo-suite sweep` is running on this directory ({holder}); wait for it "
+        return DirLock(out, inherit=False).acquire()
+    except LockHeld as e:
+        raise SweepError(f"{out}: another `dhpo-suite sweep` is running on this directory ({e.holder}); wait for it "
                          "or stop it, or choose another OUT") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
-    return SweepLock(out, fd)
 
 
 def cell_state(run_dir: Path, steps: int) -> tuple[str, int]:
@@ -177,13 +159,13 @@ class _Running:
 
 
 def run_sweep(out: Path, sweep: Sweep, *, workers: int, on_update: Callable[[dict], None] = lambda s: None,
-              poll_s: float = 1.0, held: SweepLock | None = None) -> dict[str, str]:
+              poll_s: float = 1.0, held: DirLock | None = None) -> dict[str, str]:
     """Run every unfinished cell, `workers` at a time. Returns {cell name: "done" | "skipped" | "failed (rc N,
     see LOG)"}. `on_update` receives {"cells": n, "finished": n, "steps": committed, "total_steps": n,
     "running": [names]} after each poll. SIGINT/SIGTERM stop the children (the sweep resumes later). `held`: the
     sweep's lock, taken by the caller (`lock`); without it, taken here: SweepError, before any log is opened,
     when another sweep runs on `out`."""
-    own = None if held is not None and held.out == out and held.fd >= 0 else lock(out)
+    own = None if held is not None and held.directory == out and held.fileno() is not None else lock(out)
     try:
         return _run_cells(out, sweep, workers, on_update, poll_s)
     finally:

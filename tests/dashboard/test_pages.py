@@ -358,6 +358,23 @@ def test_counts_stay_integers_beside_an_invalid_run(damaged_root, monkeypatch):
     assert all(str(table[c].dtype) == "Int64" for c in ("steps", "evals", "checkpoints", "seed", "last_step"))
 
 
+def test_missing_cells_are_drawn_as_a_dash_and_numbers_stay_numbers(tmp_path, monkeypatch):
+    """Streamlit drew a missing cell as a grey "None"; a numeric column no run had (no evaluation yet) was text,
+    "—" strings, which a number column draws as an error cell and cannot sort. Now every missing cell is
+    missing in the data (NaN / NA, so columns sort as numbers) and drawn as the table's placeholder."""
+    write_run(tmp_path / "a", steps=5, eval_every=0)
+    write_run(tmp_path / "b", steps=3, close=None, eval_every=0, algo="grpo")
+    at = open_page(monkeypatch, tmp_path, "runs.py")
+    frame = at.dataframe[0]
+    assert frame.proto.placeholder == "—"
+    table = frame.value
+    assert table["last eval AVG"].isna().all() and table["last eval AVG"].dtype == "float64"
+    numbers = ["final reward", "final entropy", "final length", "last eval AVG", "lr", "collapse step", "steps"]
+    assert all(pd.api.types.is_numeric_dtype(table[c]) for c in numbers), table.dtypes
+    assert pd.isna(table.loc["b", "collapse step"]) and table.loc["a", "final length"] == 200.0
+    assert not (table[numbers].astype(str) == "—").any().any()  # the dash is drawn, not stored
+
+
 def test_sidebar_filters_pick_the_runs_of_a_setting(tmp_path, monkeypatch):
     write_lr_sweep(tmp_path)
     at = open_page(monkeypatch, tmp_path, "runs.py")

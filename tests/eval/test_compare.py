@@ -24,6 +24,20 @@ def test_paired_interval_and_t_test_match_scipy_ttest_rel():
     assert test == "paired t"
 
 
+def test_equal_differences_get_science_s_p_and_scipy_s_where_scipy_gives_one():
+    """Every problem up by 0.5: scipy.stats.ttest_rel says t = inf, p = 0 (eval-compare said 1.0, the seeds'
+    compare 0.0). All differences 0: scipy's 0/0 is NaN; both say 1.0 (no evidence of a difference; science.stats
+    .t_test_p's docstring says why)."""
+    from dhpo_suite.science.stats import paired_test
+
+    a, b = [0.0, 0.25, 0.5, 0.25], [0.5, 0.75, 1.0, 0.75]
+    _, low, high, p, _ = paired_difference(a, b)
+    assert stats.ttest_rel(b, a).pvalue == 0.0
+    seeds = paired_test([0.5] * 4)
+    assert (low, high, p) == (seeds.lo, seeds.hi, seeds.p) == (0.5, 0.5, 0.0)
+    assert paired_difference(a, a)[3] == paired_test([0.0] * 4).p == 1.0
+
+
 def test_one_sample_a_problem_uses_the_exact_mcnemar_test():
     # 12 problems: B right where A was wrong on 9, A right where B was wrong on 1, 2 concordant
     a = [0] * 9 + [1] + [1, 0]

@@ -77,6 +77,24 @@ def test_a_child_of_the_holder_writes_under_its_lock(tmp_path):
         proc.wait()
 
 
+TRY = ("import sys\nfrom dhpo_suite.runs.lock import DirLock, LockHeld\ntry:\n"
+       "    DirLock(sys.argv[1], inherit=False).acquire()\nexcept LockHeld as e:\n    print('refused', e.holder)\n")
+HOLD_AND_TRY = ("import os, subprocess, sys\nfrom dhpo_suite.runs.lock import DirLock\n"
+                "with DirLock(sys.argv[1], inherit=False):\n"
+                "    print(os.getpid(), subprocess.run([sys.executable, '-c', sys.argv[2], sys.argv[1]],"
+                " capture_output=True, text=True).stdout.strip())\n")
+
+
+def test_with_inherit_off_a_child_of_the_holder_is_refused(tmp_path):
+    """A sweep's lock: a second sweep started from the first's process tree is still a second sweep."""
+    out = subprocess.run([sys.executable, "-c", HOLD_AND_TRY, str(tmp_path), TRY], capture_output=True, text=True,
+                         timeout=60)
+    holder, said = out.stdout.strip().split(" ", 1)
+    assert said.startswith(f"refused pid {holder} on {platform.node()} since "), out.stdout + out.stderr
+    with DirLock(tmp_path, inherit=False) as lock:  # released with its holder: free again, and not stale
+        assert lock.stale is None
+
+
 def test_without_flock_the_record_decides(tmp_path, monkeypatch):
     """Filesystems without flock (ENOLCK): a dead holder on this host is stale; a live or remote one refuses."""
     import errno

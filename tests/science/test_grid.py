@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -118,14 +119,14 @@ def test_a_second_sweep_on_a_running_sweeps_directory_is_refused_in_one_line(tmp
     sw.load_or_create(out, grid)
     (out / "logs").mkdir()
     (out / "logs" / "grpo-s0.log").write_text("the first sweep's run\n")
-    held = sw.lock(out)  # the running sweep
+    held = sw.lock(out)  # the running sweep; the second one below is its child, refused all the same
     try:
         r = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "sweep", str(out), "--no-progress"],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2, r.stderr
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: {out}: another `dhpo-suite sweep` is running on "
-                                                       f"this directory (pid {os.getpid()}, since ")
+                                                       f"this directory (pid {os.getpid()} on {platform.node()} since ")
         with pytest.raises(sw.SweepError, match="another `dhpo-suite sweep` is running"):
             sw.run_sweep(out, grid, workers=1)
         assert (out / "logs" / "grpo-s0.log").read_text() == "the first sweep's run\n"

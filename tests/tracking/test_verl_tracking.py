@@ -90,6 +90,38 @@ def test_an_unreadable_run_directory_warns_once_and_verl_logs_on(Tracking, tmp_p
     assert [e.step for e in acc.Scalars("actor/pg_clipfrac")] == [1, 2, 3]
 
 
+def _as_a_plain_launch_left_it(run):
+    """The manifest as a plain launch's driver writes it (run_manifest.write_if_absent): status running."""
+    import json
+
+    from dhpo_suite.runs import read_manifest
+    from dhpo_suite.runs.writer import atomic_write_bytes
+
+    m = read_manifest(run)
+    m.status, m.ended_at = "running", None
+    atomic_write_bytes(run / "manifest.json", json.dumps(m.to_dict(), default=str).encode())
+    return run
+
+
+def test_verl_finishing_a_plain_launch_closes_its_manifest(Tracking, synthetic_run):
+    """verl's TaskRunnerV1.run calls `finish(exit_code=0)` right after `fit` returned and 1 after it raised
+    (verl 0.9.1's main_ppo.py). A plain launch's run is closed by it; a Tracking merely collected (`__del__`:
+    `finish()`, no code) and a launched run (its launcher holds the lock and closes it itself) are not."""
+    from dhpo_suite.runs import read_manifest
+    from dhpo_suite.runs.lock import DirLock
+
+    runs = {n: _as_a_plain_launch_left_it(synthetic_run(2, name=n)) for n in ("fit", "raised", "collected", "launched")}
+    for name, code in (("fit", 0), ("raised", 1)):
+        Tracking("p", "e", default_backend="console", config=_config(runs[name])).finish(exit_code=code)
+    Tracking("p", "e", default_backend="console", config=_config(runs["collected"])).finish()
+    with DirLock(runs["launched"]):
+        Tracking("p", "e", default_backend="console", config=_config(runs["launched"])).finish(exit_code=0)
+    ended = {n: read_manifest(run) for n, run in runs.items()}
+    assert {n: m.status for n, m in ended.items()} == {"fit": "completed", "raised": "failed",
+                                                        "collected": "running", "launched": "running"}
+    assert ended["fit"].ended_at and "verl's fit raised (exit code 1" in ended["raised"].error
+
+
 @pytest.mark.slow
 def test_logger_option_joins_verls_trainer_logger():
     """`--backend verl --logger tensorboard`: verl's composed config logs to console and tensorboard."""

@@ -1,6 +1,8 @@
 """Runs: every run under the runs directory, sortable, with its settings and summary figures (final reward,
 entropy and length, last evaluation, collapse step), and one link per researcher's question."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -34,14 +36,14 @@ def summaries(table: pd.DataFrame) -> pd.DataFrame:
         path = str(table.at[run, "path"])
         sc, _ = data.scalars(path, data.run_version(path))
         last = sc.sort_values("step").tail(FINAL) if len(sc) else sc
-        final = {f"final {m.split('/')[0]}": float(last[m].mean()) if m in last.columns and len(last) else None
-                 for m in ("reward/mean", "entropy/mean", "length/mean")}
+        final = {f"final {m.split('/')[0]}": float(last[m].mean()) if m in last.columns and len(last) else math.nan
+                 for m in ("reward/mean", "entropy/mean", "length/mean")}  # NaN, not None: a float column
         evals, _ = data.eval_summaries(path)
         avg = evals[max(evals)][1].get("AVG") if evals else None
         ix = sc.set_index("step") if len(sc) else sc
         c = detect_collapse(ix.get("entropy/mean", pd.Series(dtype=float)),
                             ix.get("length/mean", pd.Series(dtype=float)))
-        rows[run] = {**final, "last eval AVG": None if avg is None else 100 * float(avg), "collapse step": c.step,
+        rows[run] = {**final, "last eval AVG": math.nan if avg is None else 100 * float(avg), "collapse step": c.step,
                      "entropy collapse": c.entropy.step, "length collapse": c.length.step, "collapse": verdict(c)}
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -65,10 +67,10 @@ def runs_list() -> None:
     more = st.multiselect("More columns", [c for c in order if c in shown.columns and c not in SHOWN],
                           key="runs_columns", placeholder="More columns: clip, mixing, ε, group size, model, task, …",
                           label_visibility="collapsed")
-    text = [c for c in shown.columns if shown[c].dtype == object]  # Streamlit draws a missing value as "None"
-    shown[text] = shown[text].where(shown[text].notna(), "—")  # numbers stay numbers, to sort (missing: "None")
     counts = [c for c in INTEGERS if c in shown.columns]  # an invalid run's blanks must not turn them into floats
     shown[counts] = shown[counts].apply(lambda col: pd.to_numeric(col, errors="coerce").round().astype("Int64"))
+    floats = [c for c in ("lr", "eps_low", "eps_high") if c in shown.columns]  # one no run has: NaN, not None
+    shown[floats] = shown[floats].apply(pd.to_numeric, errors="coerce")
     st.dataframe(
         shown.style.apply(lambda col: ["font-weight: bold" if r in ctx.selected else "" for r in col.index]),
         column_config={"last_update": st.column_config.DatetimeColumn("last update", format="HH:mm:ss"),
@@ -92,6 +94,7 @@ def runs_list() -> None:
                        "eps_low": st.column_config.NumberColumn(format="%.4g"),
                        "eps_high": st.column_config.NumberColumn(format="%.4g")},
         column_order=[c for c in (*SHOWN, *more) if c in shown.columns], key="runs_table",
+        placeholder="—",  # a missing cell, text or number (Streamlit's default draws "None"); numbers still sort
     )
     for run in ctx.selected:
         row = table.loc[run]

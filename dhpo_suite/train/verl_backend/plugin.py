@@ -12,10 +12,11 @@ That is why runs launched by dhpo-suite also name `dhpo_suite.train.verl_backend
 as their policy-loss `_target_`: resolving it imports the same code loudly and checks that the loss is registered.
 """
 
+import functools
 import sys
 
 from dhpo_suite.tracking import verl_tracking
-from dhpo_suite.train.verl_backend import cpu_platform, rank_telemetry, registration, seam, startup
+from dhpo_suite.train.verl_backend import cpu_platform, rank_telemetry, registration, run_manifest, seam, startup
 
 __all__ = ["WIRING", "install"]
 
@@ -24,7 +25,7 @@ WIRING = seam.Wiring(
     run_step=rank_telemetry.run_step,
     checkpoint_saved=rank_telemetry.export_checkpoint,
     checkpoint_loaded=rank_telemetry.note_checkpoint_loaded,
-    patch_tracking=verl_tracking.patch,
+    patch_tracking=functools.partial(verl_tracking.patch, on_finish=run_manifest.close_plain),
     check_startup=startup.on_validate,
     loss_fn_set=startup.on_loss_fn_set,
 )

@@ -1,8 +1,10 @@
 """The manifest of a verl run, built from verl's composed `ppo_trainer` config, one way for both ways in.
 
-    dhpo-suite train --backend verl     launch.py writes it (RunWriter) before verl's driver starts
+    dhpo-suite train --backend verl     launch.py writes it (RunWriter) before verl's driver starts, and
+                                        closes it when the driver exits
     python -m verl.trainer.main_ppo     the driver's start-up check writes it (`write_if_absent`) when the
-      ... +policy_loss.run_dir=R        run directory has none yet; the writing worker then resumes it
+      ... +policy_loss.run_dir=R        run directory has none yet; the writing worker then resumes it; verl's
+                                        task runner closes it when `fit` ends (`close_plain`)
 
 Both record verl's seed (`seed_of`), the training files as the task and the resolved config, which a worker
 (whose actor config holds neither) cannot.
@@ -14,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build", "seed_of", "write_if_absent"]
+__all__ = ["build", "close_plain", "seed_of", "write_if_absent"]
 
 
 def seed_of(cfg: Any) -> int:
@@ -63,3 +65,21 @@ def write_if_absent(cfg: Any, objective_hparams: dict[str, Any], algorithm: str)
     path = manifest_path(Path(str(run_dir)))
     atomic_write_bytes(path, json.dumps(manifest.to_dict(), indent=1, default=str).encode())
     return path
+
+
+def close_plain(run_dir: str, exit_code: int) -> bool:
+    """A plain launch's manifest closed when verl's task runner finishes the run's tracking: `completed` after
+    `fit` returned (exit code 0), `failed` after it raised. A launched run (its launcher holds the run
+    directory's lock, runs/lock.py) is left to the launcher, which closes it by how verl's driver exited. True
+    when closed here."""
+    from dhpo_suite.runs import RunWriter, read_manifest
+    from dhpo_suite.runs.format import manifest_path
+    from dhpo_suite.runs.lock import holder_of
+
+    path = Path(run_dir)
+    if not manifest_path(path).exists() or holder_of(path) is not None:
+        return False
+    writer = RunWriter(path, read_manifest(path), resume=True)
+    writer.close("completed" if exit_code == 0 else "failed",
+                 None if exit_code == 0 else f"verl's fit raised (exit code {exit_code}; see verl's log)")
+    return True
