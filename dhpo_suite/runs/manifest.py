@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import re
 import subprocess
@@ -130,14 +131,32 @@ def utc_now() -> str:
 
 
 def package_versions(names: tuple[str, ...] = _PACKAGES) -> dict[str, str]:
-    """Installed versions of the packages that shape a run's numbers (metadata only: nothing imported)."""
-    out = {"python": platform.python_version()}
+    """Installed versions of the packages that shape a run's numbers (metadata only: nothing imported), and the
+    CPU under them (`cpu`)."""
+    out = {"python": platform.python_version(), "cpu": cpu_description()}
     for n in names:
         try:
             out[n] = metadata.version(n)
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU model and the widest vector kernels torch can pick on it (`ATEN_CPU_CAPABILITY` when set), e.g.
+    "AMD EPYC 9R14; avx512". Why: the same code and seed give other floats on another CPU (torch dispatches AVX2 or
+    AVX-512 kernels), so two runs that differ only there cannot be told apart without it (issue 46's bit-for-bit
+    check)."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    first = text.split("\n\n", 1)[0]  # the first processor's block
+    info = {k.strip(): v for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+    model = info.get("model name", platform.machine()).strip()
+    flags = set(info.get("flags", "").split())
+    widest = "avx512" if {"avx512f", "avx512bw", "avx512vl"} <= flags else "avx2" if "avx2" in flags else "default"
+    return f"{model}; {os.environ.get('ATEN_CPU_CAPABILITY') or widest}"
 
 
 def git_revision(cwd: Path | None = None) -> str | None:

@@ -126,3 +126,22 @@ def test_exit_without_close_records_failed(tmp_path):
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 3
     m = RunReader(tmp_path / "run").manifest
     assert m.status == "failed" and "without closing" in m.error and m.ended_at
+
+
+def test_the_manifest_names_the_cpu_and_the_kernels_torch_dispatches(tmp_path, monkeypatch):
+    """Issue 46: one seed on two CPUs gives other floats; the manifest must say which CPU (and torch's kernel level,
+    checked against torch itself)."""
+    import torch
+
+    from dhpo_suite.runs.manifest import cpu_description, package_versions
+
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    assert package_versions()["cpu"] == cpu_description()
+    level = cpu_description().rsplit("; ", 1)[1]
+    assert level == torch.backends.cpu.get_cpu_capability().lower()  # x86: avx512, avx2 or default
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Old Xeon\nflags\t\t: fpu sse2 avx avx2 fma\n\n"
+                    "processor\t: 1\nmodel name\t: Old Xeon\nflags\t\t: fpu sse2 avx avx2 avx512f avx512bw avx512vl\n")
+    assert cpu_description(info) == "Old Xeon; avx2"  # the first processor's flags, not the second's
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    assert cpu_description(info) == "Old Xeon; default"
