@@ -39,13 +39,25 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 # `make test` spreads the suite over pytest-xdist workers. The tests that share one heavy thing stay on one
 # worker, in file order: verl's (a Ray cluster and verl's trainer each; their process checks want one job at a
 # time) and the evaluator's (one vLLM engine per package, tests/eval/conftest.py); every other module is a unit of
-# its own. The two groups are the longest units, so they are queued first: no worker idles while the other ends.
+# its own. The two groups are the longest units, so they are queued first.
 XDIST_GROUPS = ("tests/verl/", "tests/eval/")
+# The longest modules (a minute or more each: real training runs, SIGKILL/resume, Chromium) are queued next, so the
+# run ends on short modules. An ordering hint only: a module missing here just runs in its place.
+XDIST_LONG = ("tests/train/test_train_run.py", "tests/benchmarks/test_update_distance.py",
+              "tests/train/test_smollm2.py", "tests/test_config_cli.py", "tests/science/test_sweep.py", "tests/train/test_device.py",
+              "tests/dashboard/test_browser", "tests/science/test_contrasts.py", "tests/train/test_shared_prompts.py")
 
 
 def _group(nodeid: str) -> int:
     """The index in XDIST_GROUPS of the test's group, or len(XDIST_GROUPS)."""
     return next((i for i, p in enumerate(XDIST_GROUPS) if nodeid.startswith(p)), len(XDIST_GROUPS))
+
+
+def _queue_rank(nodeid: str) -> int:
+    """Where the test's unit is queued: the groups, then the long modules, then the rest in file order."""
+    if _group(nodeid) < len(XDIST_GROUPS):
+        return _group(nodeid)
+    return len(XDIST_GROUPS) + next((i for i, p in enumerate(XDIST_LONG) if nodeid.startswith(p)), len(XDIST_LONG))
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -62,7 +74,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, so the queue is the same
-        items.sort(key=lambda item: _group(item.nodeid))
+        items.sort(key=lambda item: _queue_rank(item.nodeid))
     _scale_timeouts(config, items)
 
 
