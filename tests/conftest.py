@@ -44,8 +44,9 @@ XDIST_GROUPS = ("tests/verl/", "tests/eval/")
 # The longest modules (a minute or more each: real training runs, SIGKILL/resume, Chromium) are queued next, so the
 # run ends on short modules. An ordering hint only: a module missing here just runs in its place.
 XDIST_LONG = ("tests/train/test_train_run.py", "tests/benchmarks/test_update_distance.py",
-              "tests/train/test_smollm2.py", "tests/test_config_cli.py", "tests/science/test_sweep.py", "tests/train/test_device.py",
-              "tests/dashboard/test_browser", "tests/science/test_contrasts.py", "tests/train/test_shared_prompts.py")
+              "tests/train/test_smollm2.py", "tests/test_config_cli.py", "tests/science/test_sweep.py",
+              "tests/train/test_device.py", "tests/dashboard/test_browser", "tests/science/test_contrasts.py",
+              "tests/train/test_shared_prompts.py")
 
 
 def _group(nodeid: str) -> int:
