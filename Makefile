@@ -11,8 +11,8 @@ UVPIP := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode \
 # TORCH_INDEX="--index-url <the PyTorch CPU wheel index>".
 TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
-# pytest-xdist workers for `make test` and `make check` (tests/conftest.py keeps verl's and the evaluator's tests
-# together on one worker each). Two fill this 2-core machine; `TEST_WORKERS=0` runs in one process.
+# pytest-xdist workers for `make test` and `make check` (tests/conftest.py: a module per unit of work, the longest
+# first). Two fill this 2-core machine; `TEST_WORKERS=0` runs in one process.
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --no-loadscope-reorder
 

@@ -36,39 +36,32 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
-# `make test` spreads the suite over pytest-xdist workers. The tests that share one heavy thing stay on one
-# worker, in file order: verl's (a Ray cluster and verl's trainer each; their process checks want one job at a
-# time) and the evaluator's (one vLLM engine per package, tests/eval/conftest.py); every other module is a unit of
-# its own. The two groups are the longest units, so they are queued first.
-XDIST_GROUPS = ("tests/verl/", "tests/eval/")
-# The longest modules (a minute or more each: real training runs, SIGKILL/resume, Chromium) are queued next, so the
-# run ends on short modules. An ordering hint only: a module missing here just runs in its place.
-XDIST_LONG = ("tests/train/test_train_run.py", "tests/benchmarks/test_update_distance.py",
-              "tests/train/test_smollm2.py", "tests/test_config_cli.py", "tests/science/test_sweep.py",
-              "tests/train/test_device.py", "tests/dashboard/test_browser", "tests/science/test_contrasts.py",
-              "tests/train/test_shared_prompts.py")
-
-
-def _group(nodeid: str) -> int:
-    """The index in XDIST_GROUPS of the test's group, or len(XDIST_GROUPS)."""
-    return next((i for i, p in enumerate(XDIST_GROUPS) if nodeid.startswith(p)), len(XDIST_GROUPS))
+# `make test` spreads the suite over pytest-xdist workers, a test module per unit of work, except the modules that
+# share the in-process vLLM engine (tests/eval/conftest.py, package scope): one unit, so the engine is built once.
+XDIST_GROUPS = {"tests/eval/test_end_to_end.py": "vllm-engine", "tests/eval/test_new_user.py": "vllm-engine"}
+# The longest modules (a minute or more each: real verl launches, training runs, SIGKILL/resume, Chromium) are
+# queued first, longest first, so the run ends on short modules. An ordering hint only: a module missing here just
+# runs in its place.
+XDIST_LONG = ("tests/verl/test_launch.py", "tests/verl/test_plain_verl.py", "tests/verl/test_plugin.py",
+              "tests/verl/test_worker.py", "tests/eval/test_cli.py", "tests/train/test_train_run.py",
+              "tests/eval/test_trainer_agreement.py", "tests/eval/test_end_to_end.py",
+              "tests/benchmarks/test_update_distance.py", "tests/train/test_smollm2.py", "tests/science/test_sweep.py",
+              "tests/test_config_cli.py", "tests/verl/test_inputs.py", "tests/train/test_device.py",
+              "tests/dashboard/test_browser", "tests/science/test_contrasts.py", "tests/train/test_shared_prompts.py")
 
 
 def _queue_rank(nodeid: str) -> int:
-    """Where the test's unit is queued: the groups, then the long modules, then the rest in file order."""
-    if _group(nodeid) < len(XDIST_GROUPS):
-        return _group(nodeid)
-    return len(XDIST_GROUPS) + next((i for i, p in enumerate(XDIST_LONG) if nodeid.startswith(p)), len(XDIST_LONG))
+    """Where the test's unit is queued: the long modules first, longest first, then the rest in file order."""
+    return next((i for i, p in enumerate(XDIST_LONG) if nodeid.startswith(p)), len(XDIST_LONG))
 
 
 def pytest_xdist_make_scheduler(config, log):
-    # A scheduler, not `--dist loadgroup`: xdist 3.8 groups by renaming node ids, which pytest 9 ignores.
+    # Our own grouping, not `--dist loadgroup`: xdist 3.8 groups by renaming node ids, which pytest 9 ignores.
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            i = _group(nodeid)
-            return XDIST_GROUPS[i] if i < len(XDIST_GROUPS) else super()._split_scope(nodeid)
+            return XDIST_GROUPS.get(nodeid.split("::", 1)[0]) or super()._split_scope(nodeid)
 
     return GroupScheduling(config, log)
 
