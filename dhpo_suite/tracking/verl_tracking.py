@@ -123,10 +123,11 @@ def patch(module, on_finish: Callable[[str, int], object] | None = None) -> None
 
     @functools.wraps(finish)
     def finish_(self, exit_code=None):
-        first = not getattr(self, "_finished", False)  # verl's finish runs once; so does ours
         result = finish(self, exit_code=0 if exit_code is None else exit_code)
         run_dir = getattr(self, "_dhpo_run_dir", None)
-        if first and exit_code is not None and run_dir and on_finish is not None:
+        # Our own once-flag, not verl's private `_finished`: ours runs once whatever verl's does.
+        if exit_code is not None and run_dir and on_finish is not None and not getattr(self, "_dhpo_finished", False):
+            self._dhpo_finished = True
             try:
                 on_finish(run_dir, int(exit_code))
             except Exception as e:  # noqa: BLE001 - verl's run has ended; its own exit must not fail on ours
