@@ -70,4 +70,5 @@ def test_the_registrations_quoted_in_the_report_are_the_committed_files():
     assert len(quoted) == 2
     for path, sha in quoted:
         assert hashlib.sha256((ROOT / path).read_bytes()).hexdigest() == sha, path
-    assert REPORT.count("### Registered, not yet run") == 1
+    # one section holds the registrations; its heading says how far they have run, so only its start is fixed
+    assert len(re.findall(r"^### Registered\b", REPORT, flags=re.M)) == 1
