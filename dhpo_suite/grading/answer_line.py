@@ -1,8 +1,9 @@
 """Answer lines: where a response says "the answer is" in one of its dresses (string rules; issue 40).
 
 Recognised, case ignored: "final answer is/:", "the (final|correct|right) answer (in words) is/:", a line
-starting "Answer:", "**Answer:**" or Russian "Ответ:" (olympiad prompts ask for it), a "Final Answer" heading (the value is on the lines after it),
-GSM8K's `#### 18` and `A: 18` (capital A at a line start), and a JSON `"answer": ...` field. The value:
+starting "Answer:", "**Answer:**" or Russian "Ответ:" (olympiad prompts ask for it), a "Final Answer"
+heading (the value is on the lines after it), GSM8K's `#### 18` and `A: 18` (capital A at a line start),
+and a JSON `"answer": ...` field. The value:
 
 * a JSON field's value (a string, decoded; a number; a list, whole; an object states nothing);
 * on the line: its first math segment, or several (`$2$ and $3$` → `2, 3`); in prose ("The largest $n$ is
