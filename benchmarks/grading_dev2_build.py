@@ -33,8 +33,9 @@ TEGRA = ("bkubwimana/tegra_monitor", "b9d0fcb624b138983497772f3dc9a0d95c6f75f7")
 DEATH = ("VikhrModels/DeathMath", "14e6d0b0eae9c6461f857fec6828786848378680")
 
 # (run folder, prompt tag, model): Qwen2.5-Math's harness, greedy, one sample a problem
-RLSFT_RUNS = [("1.5B-eval-promptnobox", "qwen25-math-cot-simple", "Qwen2.5-Math-1.5B, prompt without box"),
-              ("7B-eval-pi1-modify", "qwen25-math-cot", "Qwen2.5-Math-7B after one-shot RLVR (pi1)")]
+RLSFT_RUNS = [("1.5B-eval-promptnobox", "qwen25-math-cot-simple",
+               "Qwen2.5-Math-1.5B (one-shot-EM study, run 1.5B-eval-promptnobox: prompt without box)"),
+              ("7B-eval-pi1-modify", "qwen25-math-cot", "Qwen2.5-Math-7B (one-shot-EM study, run 7B-eval-pi1-modify)")]
 RLSFT_BENCHES = {"math500": 5, "minerva_math": 4, "olympiadbench": 8}  # bench: stride
 TEGRA_BUDGETS = {512: 2, 2048: 1, 8192: 2}  # token budget: stride over the 30 problems
 DEATH_MODELS = {"gpt-4o/details_20250408_115501.json": ("GPT-4o", 2),  # file: (model, stride)
