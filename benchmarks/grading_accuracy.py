@@ -20,9 +20,11 @@ line, `$...$` and plain text without a marker). Every acceptance is a false posi
 `--dev` grades instead the development set of real model outputs (benchmarks/data/grading_dev, issue 40):
 misses and false accepts per answer category and per response shape, this grader vs plain math-verify, on
 the tune half and the held-out half (`--half tune`: one of them; `--show-dev`: list the grader's errors).
+`--dev-set grading_dev2` reads the second held-out set instead (issue 40: competition math and reasoning-model
+outputs from three other dumps, benchmarks/grading_dev2_build.py), with the same two halves.
 
     .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3]
-    .venv/bin/python benchmarks/grading_accuracy.py --dev [--half tune --show-dev]
+    .venv/bin/python benchmarks/grading_accuracy.py --dev [--dev-set grading_dev2] [--half tune --show-dev]
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def fuzz(stride: int) -> None:
 
 CATEGORIES = ("integers", "fractions", "decimals", "scientific", "expressions", "matrices", "tuples", "intervals",
               "sets", "equations", "units", "text")
-DEV = ROOT / "benchmarks" / "data" / "grading_dev"
+DEV_SETS = ("grading_dev", "grading_dev2")
 
 
 def category(gold: str) -> str:
@@ -174,11 +176,12 @@ def shape(response: str) -> str:
     return f"{boxed}, {'long' if len(response) > 3000 else 'short'}"
 
 
-def dev(halves_wanted: list[str], show: bool) -> None:
-    """Misses and false accepts on the real-output development set, per half (module docstring)."""
+def dev(halves_wanted: list[str], show: bool, dev_set: str = "grading_dev") -> None:
+    """Misses and false accepts on a real-output development set, per half (module docstring)."""
     from dhpo_suite.grading import GraderPool
 
-    halves = {name: [json.loads(line) for line in (DEV / f"{name}.jsonl").open(encoding="utf-8")]
+    folder = ROOT / "benchmarks" / "data" / dev_set
+    halves = {name: [json.loads(line) for line in (folder / f"{name}.jsonl").open(encoding="utf-8")]
               for name in halves_wanted}
     for name, rows in halves.items():
         mv = plain_math_verify([[r["answer"], r["response"]] for r in rows])
@@ -187,11 +190,11 @@ def dev(halves_wanted: list[str], show: bool) -> None:
                                    for r in rows])
         expected = [r["label"] for r in rows]
         ours = [v.correct for v in now]
-        print(f"\n### {name} half: {len(rows)} real outputs, {expected.count(False)} wrong "
+        print(f"\n### {dev_set}, {name} half: {len(rows)} real outputs, {expected.count(False)} wrong "
               f"(misses / false accepts)\n")
         print("| answer category | rows | math-verify 0.9.0 | this grader |\n|---|---|---|---|")
         groups = [("category", lambda r: category(r["answer"]), CATEGORIES),
-                  ("shape", lambda r: shape(r["response"]), None)]
+                  ("shape", lambda r: shape(r["response"]), None), ("source", lambda r: r["source_repo"], None)]
         for _, key, order in groups:
             keys = [key(r) for r in rows]
             for group in order or sorted(set(keys)):
@@ -217,11 +220,13 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="list every case the grader gets wrong")
     parser.add_argument("--fuzz", type=int, default=0, metavar="K", help="false-positive hunt on every K-th gold")
     parser.add_argument("--dev", action="store_true", help="the real-output development set (issue 40)")
+    parser.add_argument("--dev-set", choices=DEV_SETS, default="grading_dev",
+                        help="with --dev: which set under benchmarks/data (grading_dev2: the second held-out set)")
     parser.add_argument("--half", choices=("tune", "heldout"), help="with --dev: only this half")
     parser.add_argument("--show-dev", action="store_true", help="with --dev: list the grader's errors")
     args = parser.parse_args()
     if args.dev:
-        return dev([args.half] if args.half else ["tune", "heldout"], args.show_dev)
+        return dev([args.half] if args.half else ["tune", "heldout"], args.show_dev, args.dev_set)
     if args.child:
         print(json.dumps(project(json.load(sys.stdin))))
         return

@@ -1,8 +1,9 @@
 """Answer lines: where a response says "the answer is" in one of its dresses (string rules; issue 40).
 
 Recognised, case ignored: "final answer is/:", "the (final|correct|right) answer (in words) is/:", a line
-starting "Answer:" or "**Answer:**", a "Final Answer" heading (the value is on the lines after it),
-GSM8K's `#### 18` and `A: 18` (capital A at a line start), and a JSON `"answer": ...` field. The value:
+starting "Answer:", "**Answer:**" or Russian "Ответ:" (olympiad prompts ask for it), a "Final Answer"
+heading (the value is on the lines after it), GSM8K's `#### 18` and `A: 18` (capital A at a line start),
+and a JSON `"answer": ...` field. The value:
 
 * a JSON field's value (a string, decoded; a number; a list, whole; an object states nothing);
 * on the line: its first math segment, or several (`$2$ and $3$` → `2, 3`); in prose ("The largest $n$ is
@@ -27,7 +28,7 @@ __all__ = ["INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "math_conten
 
 PHRASE_RE = re.compile(
     r"(?:final\s+answer\s*(?:is|:)|the\s+(?:final\s+|correct\s+|right\s+)?answer\s*(?:\([^()\n]{0,40}\)\s*)?(?:is|:)"
-    r"|^\s*[*_#]*\s*(?:final\s+)?answer\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"
+    r"|^\s*[*_#]*\s*(?:(?:final\s+)?answer|ответ)\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"
     r"|^\s*answer\s*(?=\$|\\\[|\\\()|(?P<hashes>####)|^[ \t]*(?P<gsm>(?-i:A))[ \t]*:(?=[ \t]*\S)"
     r"|(?P<json>\"answer\"[ \t]*:))[ \t]*:?",
     re.IGNORECASE | re.MULTILINE,

@@ -72,11 +72,17 @@ def stated_values(pred: str) -> str:
     parts, seps = split_top(pred, r"\\approx|\\simeq|(?<![<>!\\])=(?!=)")
     if len(parts) == 1:
         return pred
-    if not (_is_name(parts[0]) or not parts[0] or not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", parts[0]))):
+    if not (_is_name(parts[0]) or not parts[0] or not _has_unknown(parts[0])):
         return pred  # `2x = 10` is an equation to solve, not the value 10
     approx = [i for i, sep in enumerate(seps) if sep != "="]
     before = parts[approx[0]] if approx else ""  # the value written just before the first approximation
     return before if before and not _is_name(before) else parts[-1]
+
+
+def _has_unknown(text: str) -> bool:
+    """A letter left once commands and the names of functions applied to values are removed: `2x` has one;
+    `3-\\sqrt{4}` and `t(g(16))` (a function at a number, a value written out) have none."""
+    return bool(re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+|[A-Za-z]+(?=\()", "", text)))
 
 
 def _is_name(text: str) -> bool:
