@@ -8,18 +8,21 @@ RolloutReplicaRegistry, which loads the actor's weights after every step.
 - dhpo-e runs `--steps 2` to the end: both steps' telemetry (per-branch clip fractions, entropy, w, reward),
   the final checkpoint exported into the run directory, manifest `completed`; the data holds 2 problems for
   2 prompts per step, so the run also needs the epoch fix (1 step per epoch, 2 steps).
-- grpo (a baseline) runs `--steps 3` with `trainer.critic_warmup=2` (its first actor update is verl's step 2,
-  and telemetry numbers it so); a second launch on the same `--out` is refused while it runs; it gets
+- grpo (a baseline) runs `--steps 3` with a checkpoint every step; a second launch on the same `--out` is
+  refused while it runs; the launcher gets SIGKILL once step 1 is checkpointed: every process of the job is
+  gone within 60 s and the manifest says `failed`. Its relaunch with `--resume` continues at step 2 and gets
   SIGTERM once step 2 is written: the manifest says `interrupted` and every process the launch started
-  (verl's driver, Ray, its workers) is gone. Its steps carry `entropy/mean` (every objective logs entropy).
+  (verl's driver, Ray, its workers) is gone; steps 1 and 2 once each, with `entropy/mean` (every objective
+  logs entropy).
+
+test_plain_verl.py runs the same job without the launcher (`python -m verl.trainer.main_ppo`), grpo with
+`trainer.critic_warmup=2`: its first actor update is verl's step 2, and telemetry numbers it so.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -31,41 +34,11 @@ import pytest
 
 from dhpo_suite.runs import SHARED_HPARAMS, RunReader, read_manifest
 from dhpo_suite.runs.lock import holder_of
-from dhpo_suite.testing.load import scaled
 from dhpo_suite.train.verl_backend.data import INSTRUCTION
-from dhpo_suite.train.verl_backend.reward import compute_score
+from tests.verl.launches import (PROBLEMS, SMALL, TIMEOUT, assert_rewards_are_the_graders, ray_start_failed,
+                                 run_to_end, verl_env)
 
 pytestmark = pytest.mark.slow
-
-# One answer for every problem: a recorded response can be re-graded without knowing its prompt.
-PROBLEMS = [{"problem": f"What is {a} + {b}?", "answer": "5"} for a, b in ((2, 3), (4, 1), (0, 5))]
-SMALL = [  # the smallest run that is still verl's: 2 prompts x 2 responses, 16 tokens, one CPU "GPU"
-    "trainer.n_gpus_per_node=1", "trainer.nnodes=1", "data.train_batch_size=2", "actor_rollout_ref.rollout.n=2",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4", "data.max_prompt_length=256",
-    "data.max_response_length=16", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1024",
-    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=1024", "actor_rollout_ref.rollout.max_model_len=272",
-    "actor_rollout_ref.actor.optim.lr_warmup_steps=0", "actor_rollout_ref.model.enable_gradient_checkpointing=false",
-    "+actor_rollout_ref.actor.policy_loss.telemetry.top_k=4",
-    "+actor_rollout_ref.actor.policy_loss.telemetry.n_samples=4",
-]
-TIMEOUT = scaled(900)  # a quiet machine's limit, times the measured slowdown (dhpo_suite/testing/load.py)
-RAY_START_FAILED = "timed out during startup"  # Ray's raylet has a fixed 30 s limit to register, busy or not
-
-
-def _ray_start_failed(log: Path) -> bool:
-    """The launch died because Ray's node did not start in time (on a busy machine): worth one retry."""
-    return RAY_START_FAILED in log.read_text(errors="replace")
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("verl-data")
-    src = root / "problems.jsonl"
-    src.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
-    subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "data", "prepare", str(src), "--out", str(root / "data"),
-                    "--val-size", "1"], check=True, capture_output=True, timeout=300)
-    return root / "data"
 
 
 def _command(algo: str, steps: int, run_dir: Path, data: Path, model: Path) -> list[str]:
@@ -75,20 +48,11 @@ def _command(algo: str, steps: int, run_dir: Path, data: Path, model: Path) -> l
             f"actor_rollout_ref.model.path={model}", *SMALL]
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "VERL_PLATFORM": "cpu", "PYTHONUNBUFFERED": "1"}
-
-
 @pytest.fixture(scope="module")
 def dhpo_e_run(tmp_path_factory, tiny_model_dir, data_dir):
     run_dir = tmp_path_factory.mktemp("verl-launch") / "dhpo-e"
     log = run_dir.parent / "launch.log"
-    for attempt in range(2):  # once more if Ray itself did not start in time
-        with open(log, "w") as f:
-            code = subprocess.run(_command("dhpo-e", 2, run_dir, data_dir, tiny_model_dir), env=_env(), stdout=f,
-                                  stderr=subprocess.STDOUT, timeout=TIMEOUT, cwd=run_dir.parent).returncode
-        if code == 0 or not _ray_start_failed(log):
-            break
+    code = run_to_end(_command("dhpo-e", 2, run_dir, data_dir, tiny_model_dir), log, cwd=run_dir.parent)
     assert code == 0, log.read_text()[-6000:]
     return run_dir
 
@@ -131,18 +95,7 @@ def test_hydra_writes_into_the_run_directory_not_the_working_directory(dhpo_e_ru
 
 
 def test_rewards_are_the_graders_verdicts(dhpo_e_run, tiny_model_dir):
-    # Each recorded response's reward is what the project's grader says of its decoded text (verl's reward
-    # loop decodes without special tokens and calls reward.compute_score).
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
-    reader = RunReader(dhpo_e_run)
-    for step in (1, 2):
-        samples = reader.samples(step)
-        assert len(samples) == 4
-        for _, s in samples.iterrows():
-            text = tok.decode(list(s["token_id"]), skip_special_tokens=True)
-            assert s["reward"] == compute_score("problems", text, "5")["score"], text
+    assert_rewards_are_the_graders(dhpo_e_run, tiny_model_dir, [1, 2])
 
 
 def test_every_kept_response_records_its_problem_and_gold(dhpo_e_run):
@@ -164,59 +117,6 @@ def test_final_checkpoint_is_exported_and_loads(dhpo_e_run):
     assert AutoModelForCausalLM.from_pretrained(ckpts[2]).config.model_type == "qwen3"
 
 
-@pytest.mark.timeout(3 * TIMEOUT)  # two launches (the second refused), perhaps a Ray retry, on a busy machine
-def test_sigterm_stops_the_run_and_every_process(tmp_path, tiny_model_dir, data_dir):
-    run_dir = tmp_path / "grpo"
-    log = open(tmp_path / "launch.log", "w")
-    # critic_warmup=2: verl updates the actor from its global step 2 on, so the first update is step 2, not 1.
-    command = [*_command("grpo", 3, run_dir, data_dir, tiny_model_dir), "trainer.critic_warmup=2"]
-    proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
-    retried = False
-    launched: dict[int, psutil.Process] = {}
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while not holder_of(run_dir):  # the first launch holds the run directory (it then starts Ray, verl, ...)
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "launch.log").read_text()[-6000:]
-            time.sleep(0.5)
-        # One writer per run directory: a second launch on the same --out is refused, not taken as a resume.
-        started = time.monotonic()
-        second = subprocess.run(_command("grpo", 3, run_dir, data_dir, tiny_model_dir), env=_env(),
-                                capture_output=True, text=True, timeout=TIMEOUT)
-        print(f"second launch refused after {time.monotonic() - started:.0f} s")
-        assert second.returncode == 2 and "another writer is using it" in second.stderr, second.stderr[-3000:]
-        while not (run_dir / "scalars" / "step-000002.parquet").exists():
-            if proc.poll() is not None and not retried and _ray_start_failed(tmp_path / "launch.log"):
-                retried = True  # Ray's node did not start in time: the same launch again (it resumes)
-                proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
-            assert proc.poll() is None, (tmp_path / "launch.log").read_text()[-6000:]
-            assert time.monotonic() < deadline, "step 2 never came"
-            for p in psutil.Process(proc.pid).children(recursive=True):  # the driver, Ray, its workers
-                launched.setdefault(p.pid, p)
-            time.sleep(1)
-        for p in psutil.Process(proc.pid).children(recursive=True):
-            launched.setdefault(p.pid, p)
-        assert proc.poll() is None  # the second launch (above) left the first untouched
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        log.close()
-    assert len(launched) > 5  # driver + Ray's processes + verl's workers
-    alive = [p for p in launched.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not alive, [" ".join(p.cmdline()[:3]) for p in alive]
-    m = read_manifest(run_dir)
-    assert m.status == "interrupted" and "SIGTERM" in m.error
-    reader = RunReader(run_dir)
-    assert reader.steps()[0] == 2  # telemetry's step is verl's global step (counting updates would say 1)
-    row = reader.scalars().iloc[0]
-    assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
-    assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
-    assert reader.manifest.algorithm == "grpo"
-    # A baseline logs the entropy too: the paper's Fig. 1b (GRPO's entropy against DHPO's) from verl runs.
-    assert math.isfinite(row["entropy/mean"]) and row["entropy/mean"] > 0
-
-
 def _job(proc: subprocess.Popen, launched: dict[int, psutil.Process]) -> None:
     """Note every process the launch started so far (the reaper, verl's driver, Ray, its workers)."""
     with contextlib.suppress(psutil.Error):
@@ -234,51 +134,104 @@ def _marked(marker: str) -> list[str]:
     return found
 
 
-@pytest.mark.timeout(4 * TIMEOUT)  # a launch killed after step 1, then its resume to step 3, on a busy machine
-def test_sigkill_of_the_launcher_ends_its_job_and_resume_continues(tmp_path, tiny_model_dir, data_dir):
-    """`kill -9` of `dhpo-suite train` (or the OOM killer): within 60 s no process of the job is left (verl's
-    driver, Ray and its workers used to train on under PID 1), the manifest is not left `running`, and a
-    relaunch with --resume continues from verl's checkpoint: steps 1, 2, 3, none missing or twice."""
-    run_dir = tmp_path / "killed"
-    log_path = tmp_path / "launch.log"
-    command = [*_command("grpo", 3, run_dir, data_dir, tiny_model_dir), "trainer.save_freq=1"]
+def _alive(launched: dict[int, psutil.Process]) -> list[str]:
+    return [" ".join(p.cmdline()[:3]) for p in launched.values()
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _until(ready, proc: subprocess.Popen, command: list[str], log, launched: dict[int, psutil.Process],
+           what: str) -> subprocess.Popen:
+    """Wait for `ready()` while the launch runs, noting its processes; the launch (started once more, where
+    Ray's node did not start in time: it resumes)."""
+    retried, deadline = False, time.monotonic() + TIMEOUT
+    while not ready():
+        if proc.poll() is not None and not retried and ray_start_failed(Path(log.name)):
+            retried = True
+            proc = subprocess.Popen(command, env=verl_env(), stdout=log, stderr=subprocess.STDOUT)
+        assert proc.poll() is None, Path(log.name).read_text()[-6000:]
+        assert time.monotonic() < deadline, f"{what} never came"
+        _job(proc, launched)
+        time.sleep(0.5)
+    _job(proc, launched)
+    return proc
+
+
+def _second_launch_is_refused(command: list[str]) -> None:
+    """One writer per run directory: a second launch on the same --out is refused, not taken as a resume."""
+    started = time.monotonic()
+    second = subprocess.run(command, env=verl_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    print(f"second launch refused after {time.monotonic() - started:.0f} s")
+    assert second.returncode == 2 and "another writer is using it" in second.stderr, second.stderr[-3000:]
+
+
+def _kill_after_step_1(command: list[str], run_dir: Path, log) -> tuple[dict[int, psutil.Process], str, float]:
+    """Leg 1: the launch, a second one refused beside it, SIGKILL once step 1 is committed (telemetry) and
+    checkpointed (verl). The job's processes, its marker and when it was killed."""
     launched: dict[int, psutil.Process] = {}
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
-        retried = False
-        deadline = time.monotonic() + TIMEOUT
-        try:  # step 1 is committed (telemetry) and checkpointed (verl) before the kill
-            while not ((run_dir / "scalars" / "step-000001.parquet").exists()
-                       and (run_dir / "verl" / "latest_checkpointed_iteration.txt").exists()):
-                if proc.poll() is not None and not retried and _ray_start_failed(log_path):
-                    retried = True
-                    proc = subprocess.Popen(command, env=_env(), stdout=log, stderr=subprocess.STDOUT)
-                assert proc.poll() is None, log_path.read_text()[-6000:]
-                assert time.monotonic() < deadline, "step 1 never came"
-                _job(proc, launched)
-                time.sleep(0.5)
-            _job(proc, launched)
-            driver = next(p for p in launched.values() if "verl.trainer.main_ppo" in " ".join(p.cmdline()))
-            marker = driver.environ()["DHPO_SUITE_VERL_RUN"]
+    proc = subprocess.Popen(command, env=verl_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        # The launcher holds the run directory first (then starts Ray, verl, ...).
+        proc = _until(lambda: holder_of(run_dir) is not None, proc, command, log, launched, "the lock")
+        _second_launch_is_refused(command)
+        proc = _until(lambda: (run_dir / "scalars" / "step-000001.parquet").exists()
+                      and (run_dir / "verl" / "latest_checkpointed_iteration.txt").exists(),
+                      proc, command, log, launched, "step 1")  # its poll: the second launch left it running
+        driver = next(p for p in launched.values() if "verl.trainer.main_ppo" in " ".join(p.cmdline()))
+        marker = driver.environ()["DHPO_SUITE_VERL_RUN"]
+        proc.kill()
+        killed = time.monotonic()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
             proc.kill()
-            killed = time.monotonic()
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    _, alive = psutil.wait_procs(list(launched.values()), timeout=60)
-    alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    return launched, marker, killed
+
+
+def _sigterm_after_step_2(command: list[str], run_dir: Path, log) -> dict[int, psutil.Process]:
+    """Leg 2: the resumed launch gets SIGTERM once its step 2 is written; the job's processes."""
+    launched: dict[int, psutil.Process] = {}
+    proc = subprocess.Popen(command, env=verl_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        proc = _until((run_dir / "scalars" / "step-000002.parquet").exists, proc, command, log, launched, "step 2")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return launched
+
+
+@pytest.mark.timeout(4 * TIMEOUT)  # a launch killed after step 1, then its resume to step 2, on a busy machine
+def test_sigkill_then_sigterm_end_every_process_and_resume_continues(tmp_path, tiny_model_dir, data_dir):
+    """One grpo job stopped both ways. `kill -9` of `dhpo-suite train` (or the OOM killer) after step 1: within
+    60 s no process of the job is left (verl's driver, Ray and its workers used to train on under PID 1) and the
+    manifest is not left `running`. A relaunch with --resume continues from verl's checkpoint and gets SIGTERM
+    once step 2 is written: `interrupted`, every process it started gone, steps 1 and 2 once each. While the
+    first launch runs, a second on the same --out is refused."""
+    run_dir = tmp_path / "grpo"
+    command = [*_command("grpo", 3, run_dir, data_dir, tiny_model_dir), "trainer.save_freq=1"]
+    with open(tmp_path / "launch.log", "w") as log:
+        launched, marker, killed = _kill_after_step_1(command, run_dir, log)
+    psutil.wait_procs(list(launched.values()), timeout=60)
     print(f"{len(launched)} processes of the job, ended {time.monotonic() - killed:.0f} s after the kill")
-    assert len(launched) > 5 and not alive, [" ".join(p.cmdline()[:3]) for p in alive]
+    assert len(launched) > 5 and not _alive(launched)  # the reaper, verl's driver, Ray's processes, workers
     assert not _marked(marker)
     m = read_manifest(run_dir)
     assert m.status == "failed" and "the launcher" in m.error and "ended without closing the run" in m.error
-    resumed = subprocess.run([*command, "--resume"], env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
-    assert resumed.returncode == 0, resumed.stdout[-6000:]
+
+    with open(tmp_path / "resume.log", "w") as log:
+        launched = _sigterm_after_step_2([*command, "--resume"], run_dir, log)
+    assert len(launched) > 5 and not _alive(launched)
+    m = read_manifest(run_dir)
+    assert m.status == "interrupted" and "SIGTERM" in m.error and m.algorithm == "grpo"
     reader = RunReader(run_dir)
-    assert reader.steps() == [1, 2, 3]
-    assert list(reader.scalars()["step"]) == [1, 2, 3]  # one row each
-    assert reader.manifest.status == "completed"
+    assert reader.steps() == [1, 2]
+    scalars = reader.scalars()
+    assert list(scalars["step"]) == [1, 2]  # one row each: step 1 not redone, step 2 from the checkpoint on
+    row = scalars.iloc[-1]
+    assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
+    assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
+    assert math.isfinite(row["entropy/mean"]) and row["entropy/mean"] > 0  # a baseline logs entropy too
 
 
 def test_the_dashboard_opens_the_run(dhpo_e_run, monkeypatch):

@@ -8,6 +8,7 @@ defaults (clip_ratio_low/high 0.2, loss_agg_mode token-mean), which these launch
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import pytest
 
 from dhpo_suite.train.objectives import OBJECTIVES
 from dhpo_suite.train.verl_backend.hparams import objective_hparams
+from tests.verl.launches import SMALL, assert_rewards_are_the_graders, run_to_end
 from tests.verl.test_presets import APPENDIX_D, DHPO_SEQUENCE_BRANCH, EQS_3_6_7_AGGREGATION
 
 SAPO_TAUS = (1.0, 1.05)  # SAPO's paper (τ_pos, τ_neg); verl's YAML has the same
@@ -208,3 +210,81 @@ def test_configs_without_our_loss_are_left_alone():
                                                                "clip_ratio_high": 0.2}}})
     assert check(vanilla, None) is None and check(OmegaConf.create({"data": {}}), None) is None
     assert vanilla.actor_rollout_ref.actor.clip_ratio_high == 0.2  # untouched
+
+
+# The real thing, to the end: what a verl user writes (docs/verl.md: the loss name, rollout.n, data, model, the
+# reward function, the run directory; verl's own step, warm-up and logger keys) plus what a CPU user adds
+# (VERL_PLATFORM=cpu and cpu_platform's overrides) at the launcher test's SMALL sizes. Nothing of our launcher:
+# verl's YAML leaves clip ranges, aggregation, adv_estimator (gae) and calculate_entropy (false) to the plugin.
+# GRPO, a baseline, with trainer.critic_warmup=2: verl's first actor update is its global step 2.
+PLAIN_STEPS = 3
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory, tiny_model_dir, data_dir) -> tuple[Path, str]:
+    from dhpo_suite.train.verl_backend import cpu_platform
+
+    root = tmp_path_factory.mktemp("plain-launch")
+    run_dir = root / "grpo"
+    command = [sys.executable, "-m", "verl.trainer.main_ppo",
+               "actor_rollout_ref.actor.policy_loss.loss_mode=dhpo_suite.grpo",
+               f"+actor_rollout_ref.actor.policy_loss.run_dir={run_dir}",
+               f"data.train_files={data_dir / 'train.parquet'}", f"data.val_files={data_dir / 'val.parquet'}",
+               f"actor_rollout_ref.model.path={tiny_model_dir}",
+               "reward.custom_reward_function.path=pkg://dhpo_suite.train.verl_backend.reward",
+               "reward.custom_reward_function.name=compute_score",
+               f"trainer.total_training_steps={PLAIN_STEPS}", "trainer.critic_warmup=2",
+               "trainer.val_before_train=false", "trainer.logger=[console]",
+               *cpu_platform.hydra_overrides(), *SMALL]
+    log = root / "main_ppo.log"
+    code = run_to_end(command, log, cwd=root)
+    assert code == 0, log.read_text()[-6000:]
+    return run_dir, log.read_text()
+
+
+@pytest.mark.slow
+def test_plain_main_ppo_trains_to_the_end_and_closes_its_run(plain_run):
+    """The manifest the driver wrote is closed `completed` when verl's fit returns (Tracking.finish ->
+    run_manifest.close_plain); every actor update has its telemetry row, numbered by verl's global step."""
+    from dhpo_suite.runs import RunReader
+
+    reader = RunReader(plain_run[0])
+    m = reader.manifest
+    assert (m.status, m.backend, m.algorithm) == ("completed", "verl", "grpo")
+    assert reader.steps() == [2, 3]  # critic_warmup=2: step 1 rolls out without an update (counting would say 1, 2)
+    for _, row in reader.scalars().iterrows():
+        assert row["responses/count"] == 4 and row["groups/count"] == 2  # 2 prompts x 2 responses
+        assert math.isfinite(row["reward/mean"]) and 0 <= row["reward/mean"] <= 1
+        assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
+        # A baseline logs the entropy too (verl's YAML has calculate_entropy=false): the paper's Fig. 1b.
+        assert math.isfinite(row["entropy/mean"]) and row["entropy/mean"] > 0
+
+
+@pytest.mark.slow
+def test_plain_main_ppo_rewards_are_the_graders_verdicts(plain_run, tiny_model_dir):
+    assert_rewards_are_the_graders(plain_run[0], tiny_model_dir, [2, 3])
+
+
+@pytest.mark.slow
+def test_plain_main_ppo_prints_the_papers_settings_once(plain_run):
+    log = plain_run[1]
+    assert log.count("dhpo_suite.grpo: the loss's settings") == 1  # by verl's driver, before Ray
+    assert log.index("the loss's settings") < log.index("ray init kwargs")
+    table = dict(_table_rows(log))
+    assert (table["eps_low"], table["eps_high"]) == (f"{APPENDIX_D['grpo'][0]} paper default",
+                                                     f"{APPENDIX_D['grpo'][1]} paper default")
+    assert table["loss_agg_mode"] == f"{EQS_3_6_7_AGGREGATION} paper default (verl's YAML: token-mean)"
+    assert table["adv_estimator"] == "grpo paper default (verl's YAML: gae)"  # eq. 1, not verl's PPO critic
+    assert table["rollout.n"] == "2 actor_rollout_ref.rollout.n"
+
+
+def _table_rows(log: str):
+    """(setting, "value source") of the settings table verl's driver printed."""
+    start = log.index("the loss's settings")
+    for line in log[start:].splitlines()[1:]:
+        if not line.startswith("  "):
+            if line.startswith("verl's algorithm around it"):
+                continue
+            return
+        key, rest = line.strip().split(maxsplit=1)
+        yield key, " ".join(rest.split())

@@ -8,9 +8,10 @@ registers the "cpu" platform class, which verl never selects by itself. With it:
    "cpu" platform (gloo, host memory, Ray's "CPU" resource) is added. verl registers its FSDP engine for
    `device=["cuda", "npu"]` only, so `VERL_ENGINE_DEVICE=cuda` (verl's documented override) picks the same
    engine class.
-2. **Overrides** (`hydra_overrides`, added by the launcher before the user's): fp32 end to end (bf16
-   autocast is slow on CPU), no torch.compile or fused Triton kernels, SDPA attention, the CPU rollout
-   below, one worker of each kind, a small Ray object store.
+2. **Overrides** (`hydra_overrides`, added by the launcher before the user's; a plain `main_ppo` launch on
+   CPU passes them itself): FSDP2 (verl's YAML default, FSDP1, syncs module states on a GPU), a rollout
+   without tensor parallelism, fp32 end to end (bf16 autocast is slow on CPU), no torch.compile or fused
+   Triton kernels, SDPA attention, the CPU rollout below, one worker of each kind, a small Ray object store.
 3. **Shims** (`_count_cpu_slots`, `_gloo_process_group`), each patching one verl function right after its
    module loads (`install`).
 4. **Rollout** `dhpo-cpu`: verl's rollout servers are vLLM/SGLang/TRT-LLM. vLLM's CPU build cannot reload
@@ -151,7 +152,9 @@ def hydra_overrides(ray_cpus: int = 16, object_store_mb: int = 256) -> list[str]
     actor, model, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.model", "actor_rollout_ref.rollout"
     return [
         "trainer.device=cpu",
+        f"{actor}.strategy=fsdp2",  # verl's YAML `fsdp` (FSDP1) syncs module states on a GPU: refused on CPU
         f"{rollout}.name={ROLLOUT_NAME}",
+        f"{rollout}.tensor_model_parallel_size=1",  # the CPU rollout is one process (verl's YAML: 2)
         f"{model}.use_fused_kernels=false",
         f"{model}.fused_kernel_options.impl_backend=torch",
         f"+{model}.override_config.attn_implementation=sdpa",
