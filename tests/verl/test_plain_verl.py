@@ -1,6 +1,8 @@
 """verl as verl users run it: `python -m verl.trainer.main_ppo ... policy_loss.loss_mode=dhpo_suite.<name>`, with no
 launcher of ours. The config is composed by verl's own Hydra tree and checked by verl's own `validate_config`
-(which `main_ppo` calls before Ray starts; the plugin's start-up check runs inside it).
+(which `main_ppo` calls before Ray starts; the plugin's start-up check runs inside it). One such launch runs to
+the end on CPU (`plain_run`: Ray, verl's v1 trainer, the FSDP2 actor with the plugin's loss, the grader's reward,
+the run directory the driver opens and verl's `Tracking.finish` closes).
 
 Expected values are typed from the paper's Appendix D and eqs. 3/6/7 (see test_presets.py), never verl's YAML
 defaults (clip_ratio_low/high 0.2, loss_agg_mode token-mean), which these launches used to train with silently.
