@@ -135,14 +135,19 @@ def _marked(marker: str) -> list[str]:
 
 
 def _alive(launched: dict[int, psutil.Process]) -> list[str]:
-    return [" ".join(p.cmdline()[:3]) for p in launched.values()
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    """The noted processes still running (not zombies)."""
+    alive = []
+    for p in launched.values():
+        with contextlib.suppress(psutil.NoSuchProcess):  # ended while looked at
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(" ".join(p.cmdline()[:3]))
+    return alive
 
 
 def _until(ready, proc: subprocess.Popen, command: list[str], log, launched: dict[int, psutil.Process],
            what: str) -> subprocess.Popen:
-    """Wait for `ready()` while the launch runs, noting its processes; the launch (started once more, where
-    Ray's node did not start in time: it resumes)."""
+    """Wait for `ready()` while the launch runs, noting its processes. Returns the launch: `proc`, or the same
+    command started once more where Ray's node did not start in time (it resumes)."""
     retried, deadline = False, time.monotonic() + TIMEOUT
     while not ready():
         if proc.poll() is not None and not retried and ray_start_failed(Path(log.name)):
