@@ -1,9 +1,11 @@
 """Answer lines: where a response says "the answer is" in one of its dresses (string rules; issue 40).
 
 Recognised, case ignored: "final answer is/:", "the (final|correct|right) answer (in words) is/:", a line
-starting "Answer:", "**Answer:**" or Russian "Ответ:" (olympiad prompts ask for it), a "Final Answer"
-heading (the value is on the lines after it), GSM8K's `#### 18` and `A: 18` (capital A at a line start),
-and a JSON `"answer": ...` field. The value:
+starting "Answer:" or "**Answer:**", a "Final Answer" heading (the value is on the lines after it), GSM8K's
+`#### 18` and `A: 18` (capital A at a line start), a JSON `"answer": ...` field, and the same labels in
+other languages (`ANSWER_WORDS`: models answer in the prompt's language, e.g. on MGSM; `Ответ: 18`,
+`Respuesta: 18`, `答案：18`, `最终答案是 18`, `La réponse est 18`). Only these exact words make an answer
+line: a last line "Step 3: 18" is no answer line for its colon. The value:
 
 * a JSON field's value (a string, decoded; a number; a list, whole; an object states nothing);
 * on the line: its first math segment, or several (`$2$ and $3$` → `2, 3`); in prose ("The largest $n$ is
@@ -26,11 +28,54 @@ from dhpo_suite.grading.tidy import number_words
 
 __all__ = ["INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "math_content"]
 
+# "Answer" outside English, one row per language: (code, words for "answer", words for "final answer",
+# "the answer is" forms). Exact words, case ignored, a space is any run of spaces. "Answer" words label a
+# line ("Antwort: 18", "**Respuesta:** 18"); "final answer" words also label a heading or follow other
+# words on the line ("所以最终答案：18"); the "is" forms stand anywhere ("Por lo tanto, la respuesta es 18").
+ANSWER_WORDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    ("es", ("respuesta",), ("respuesta final",), ("la respuesta es", "la respuesta final es")),
+    ("fr", ("réponse", "reponse"), ("réponse finale", "reponse finale"), ("la réponse est", "la réponse finale est")),
+    ("de", ("antwort",), ("endgültige antwort", "finale antwort"),
+     ("die antwort ist", "die endgültige antwort ist", "die antwort lautet", "die endgültige antwort lautet")),
+    ("it", ("risposta",), ("risposta finale",), ("la risposta è", "la risposta finale è")),
+    ("pt", ("resposta",), ("resposta final",), ("a resposta é", "a resposta final é")),
+    ("pl", ("odpowiedź", "odpowiedz"), ("ostateczna odpowiedź", "końcowa odpowiedź"), ("odpowiedź to",)),
+    ("tr", ("cevap", "yanıt"), ("nihai cevap", "son cevap"), ()),
+    ("id/ms", ("jawaban", "jawapan"), ("jawaban akhir", "jawapan akhir"), ("jawabannya adalah", "jawapannya ialah")),
+    ("nl", ("antwoord",), ("eindantwoord", "definitief antwoord"), ("het antwoord is",)),
+    ("sv/da/no", ("svar", "svaret"), ("slutligt svar", "endelig svar", "endelige svar"),
+     ("svaret är", "svaret er")),
+    ("cs/sk", ("odpověď", "odpoveď", "odpoved"), ("konečná odpověď",), ()),
+    ("ru/uk", ("ответ", "відповідь"), ("окончательный ответ", "итоговый ответ", "остаточна відповідь"), ()),
+    ("el", ("απάντηση",), ("τελική απάντηση",), ()),
+    ("ar", ("الإجابة", "الاجابة", "الجواب"), ("الإجابة النهائية", "الاجابة النهائية"), ()),
+    ("hi", ("उत्तर", "जवाब"), ("अंतिम उत्तर",), ()),
+    ("bn/te/th/sw", ("উত্তর", "సమాధానం", "คำตอบ", "jibu"), ("চূড়ান্ত উত্তর", "คำตอบสุดท้าย", "jibu la mwisho"), ()),
+    ("zh", ("答案", "答"), ("最终答案", "最終答案"), ("最终答案是", "最終答案是", "最终答案为", "答案是", "答案为")),
+    ("ja", ("答え", "解答", "答"), ("最終的な答え", "最終解答"), ("答えは", "最終的な答えは")),
+    ("ko", ("답", "정답", "답안"), ("최종 답", "최종 답안", "최종 정답"), ("정답은", "답은", "최종 답은")),
+    ("vi", ("đáp án", "đáp số", "câu trả lời", "trả lời"), ("đáp án cuối cùng", "câu trả lời cuối cùng"),
+     ("đáp án là", "câu trả lời là")),
+)
+
+
+def _words(column: int) -> str:
+    """One column of `ANSWER_WORDS` as a regex alternation, longest first (`最终答案` before `答案`)."""
+    words = sorted({w for row in ANSWER_WORDS for w in row[column]}, key=len, reverse=True)
+    return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in words)
+
+
+_COLON = r"[ \t]*[*_]*[ \t]*[:：][*_]*"  # `Antwort:`, `Réponse :` (French), `答案：` (full width), `**Ответ:**`
+# a word of an alphabet never starts or ends inside a longer word; CJK is written without spaces
+_OWN = r"(?<![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
+_END = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
+_LABEL = (rf"(?:^\s*[*_#]*\s*(?:{_words(1)}|{_words(2)}){_COLON}|{_OWN}(?:{_words(2)}){_COLON}"
+          rf"|^[ \t]*[#*_]+[ \t]*(?:{_words(2)})[ \t]*[*_:：]*[ \t]*$|{_OWN}(?:{_words(3)}){_END})")
 PHRASE_RE = re.compile(
     r"(?:final\s+answer\s*(?:is|:)|the\s+(?:final\s+|correct\s+|right\s+)?answer\s*(?:\([^()\n]{0,40}\)\s*)?(?:is|:)"
-    r"|^\s*[*_#]*\s*(?:(?:final\s+)?answer|ответ)\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"
+    r"|^\s*[*_#]*\s*(?:final\s+)?answer\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"
     r"|^\s*answer\s*(?=\$|\\\[|\\\()|(?P<hashes>####)|^[ \t]*(?P<gsm>(?-i:A))[ \t]*:(?=[ \t]*\S)"
-    r"|(?P<json>\"answer\"[ \t]*:))[ \t]*:?",
+    rf"|(?P<json>\"answer\"[ \t]*:)|{_LABEL})[ \t]*[:：]?",
     re.IGNORECASE | re.MULTILINE,
 )
 INLINE_MATH_RE = re.compile(  # `\$` inside math is a dollar sign; `$$...$$` pairs before `$...$`
@@ -41,6 +86,8 @@ _NAME_RE = re.compile(r"(?:[A-Za-z]{1,3}|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z]\)
 _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
+# "is" after the value in Japanese and Korean (`答えは18です。`, `정답은 18입니다.`): not part of the value
+_COPULA_RE = re.compile(r"(?<=[\d$)}])\s*(?:です|である|だ|입니다|이다|이에요|예요|임)\s*[.。]?$")
 _TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
 
 
@@ -94,7 +141,8 @@ def _line_value(window: str) -> tuple[str, bool]:
     if len(segments) > 1 and all(_LIST_GLUE_RE.fullmatch(line[a.end(): b.start()])
                                  for a, b in zip(segments, segments[1:])):
         answer = ", ".join(math_content(m) for m in segments)  # `$2$ and $3$`: both are the answer
-    answer = re.sub(r"^[\s*_]+|[.;:,\s*_]+$", "", answer)  # `5!` keeps its factorial
+    answer = _COPULA_RE.sub("", answer)
+    answer = re.sub(r"^[\s*_]+|[.;:,\s*_。．，；：]+$", "", answer)  # `5!` keeps its factorial
     return answer, bool(math)
 
 
