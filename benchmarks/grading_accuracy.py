@@ -21,7 +21,8 @@ line, `$...$` and plain text without a marker). Every acceptance is a false posi
 misses and false accepts per answer category and per response shape, this grader vs plain math-verify, on
 the tune half and the held-out half (`--half tune`: one of them; `--show-dev`: list the grader's errors).
 `--dev-set grading_dev2` reads the second held-out set instead (issue 40: competition math and reasoning-model
-outputs from three other dumps, benchmarks/grading_dev2_build.py), with the same two halves.
+outputs from three other dumps, benchmarks/grading_dev2_build.py), with the same two halves; `grading_mgsm` MGSM's
+worked exemplars in eleven languages, each with its own answer and another's (benchmarks/grading_mgsm_build.py).
 
     .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3]
     .venv/bin/python benchmarks/grading_accuracy.py --dev [--dev-set grading_dev2] [--half tune --show-dev]
@@ -114,7 +115,7 @@ def fuzz(stride: int) -> None:
 
 CATEGORIES = ("integers", "fractions", "decimals", "scientific", "expressions", "matrices", "tuples", "intervals",
               "sets", "equations", "units", "text")
-DEV_SETS = ("grading_dev", "grading_dev2")
+DEV_SETS = ("grading_dev", "grading_dev2", "grading_mgsm")  # grading_mgsm: one half (tune), README
 
 
 def category(gold: str) -> str:
@@ -182,7 +183,9 @@ def dev(halves_wanted: list[str], show: bool, dev_set: str = "grading_dev") -> N
 
     folder = ROOT / "benchmarks" / "data" / dev_set
     halves = {name: [json.loads(line) for line in (folder / f"{name}.jsonl").open(encoding="utf-8")]
-              for name in halves_wanted}
+              for name in halves_wanted if (folder / f"{name}.jsonl").is_file()}  # grading_mgsm: tune only
+    if not halves:
+        sys.exit(f"error: {folder} holds no {' or '.join(halves_wanted)}.jsonl")
     for name, rows in halves.items():
         mv = plain_math_verify([[r["answer"], r["response"]] for r in rows])
         with GraderPool(workers=2, timeout=10.0) as pool:

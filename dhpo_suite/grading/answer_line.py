@@ -46,11 +46,13 @@ ANSWER_WORDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
     ("sv/da/no", ("svar", "svaret"), ("slutligt svar", "endelig svar", "endelige svar"),
      ("svaret är", "svaret er")),
     ("cs/sk", ("odpověď", "odpoveď", "odpoved"), ("konečná odpověď",), ()),
-    ("ru/uk", ("ответ", "відповідь"), ("окончательный ответ", "итоговый ответ", "остаточна відповідь"), ()),
+    ("ru/uk", ("ответ", "відповідь"), ("окончательный ответ", "итоговый ответ", "остаточна відповідь"),
+     ("ответ —", "ответ равен", "відповідь —")),
     ("el", ("απάντηση",), ("τελική απάντηση",), ()),
     ("ar", ("الإجابة", "الاجابة", "الجواب"), ("الإجابة النهائية", "الاجابة النهائية"), ()),
     ("hi", ("उत्तर", "जवाब"), ("अंतिम उत्तर",), ()),
-    ("bn/te/th/sw", ("উত্তর", "సమాధానం", "คำตอบ", "jibu"), ("চূড়ান্ত উত্তর", "คำตอบสุดท้าย", "jibu la mwisho"), ()),
+    ("bn/te/th/sw", ("উত্তর", "సమాధానం", "คำตอบ", "jibu"), ("চূড়ান্ত উত্তর", "คำตอบสุดท้าย", "jibu la mwisho"),
+     ("উত্তর হল", "คำตอบคือ", "jibu ni")),
     ("zh", ("答案", "答"), ("最终答案", "最終答案"), ("最终答案是", "最終答案是", "最终答案为", "答案是", "答案为")),
     ("ja", ("答え", "解答", "答"), ("最終的な答え", "最終解答"), ("答えは", "最終的な答えは")),
     ("ko", ("답", "정답", "답안"), ("최종 답", "최종 답안", "최종 정답"), ("정답은", "답은", "최종 답은")),
@@ -86,8 +88,10 @@ _NAME_RE = re.compile(r"(?:[A-Za-z]{1,3}|\\[A-Za-z]+)(?:_\{?\w+\}?)?(?:\([a-z]\)
 _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
-# "is" after the value in Japanese and Korean (`答えは18です。`, `정답은 18입니다.`): not part of the value
-_COPULA_RE = re.compile(r"(?<=[\d$)}])\s*(?:です|である|だ|입니다|이다|이에요|예요|임)\s*[.。]?$")
+# a counter and "is" after a number in Chinese, Japanese and Korean (`答えは39個です。`, `정답은 18개입니다.`)
+# are no part of the value; only these words: `18万` (180,000) or `18次方` (a power) keep theirs
+_COPULA_RE = re.compile(r"(?<=\d)\s*(?:個|人|本|枚|匹|台|円|冊|歳|つ|ドル|个|元|块|只|张|岁|名"
+                        r"|개|명|원|살|마리|권|장|달러)?\s*(?:です|である|だ|입니다|이다|이에요|예요|임)?\s*[.。]?$")
 _TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer
 
 
@@ -142,7 +146,7 @@ def _line_value(window: str) -> tuple[str, bool]:
                                  for a, b in zip(segments, segments[1:])):
         answer = ", ".join(math_content(m) for m in segments)  # `$2$ and $3$`: both are the answer
     answer = _COPULA_RE.sub("", answer)
-    answer = re.sub(r"^[\s*_]+|[.;:,\s*_。．，；：]+$", "", answer)  # `5!` keeps its factorial
+    answer = re.sub(r"^[\s*_]+|[.;:,\s*_。．，；：।]+$", "", answer)  # `5!` keeps its factorial
     return answer, bool(math)
 
 

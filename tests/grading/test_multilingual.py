@@ -55,6 +55,13 @@ LANGUAGES = [
     ("de lautet", "Die endgültige Antwort lautet $18$.", "Die endgültige Antwort lautet $17$."),
     ("it is", "Quindi la risposta è 18.", "Quindi la risposta è 17."),
     ("pt is", "Logo, a resposta é 18.", "Logo, a resposta é 16."),
+    # the final sentences of MGSM's own exemplars (google-research/url-nlp mgsm/exemplars.py)
+    ("ru dash", "10 + 8 = 18. Ответ — 18.", "10 + 8 = 18. Ответ — 8."),
+    ("sw is", "10 + 8 = 18. Jibu ni 18.", "10 + 8 = 18. Jibu ni 10."),
+    ("th is", "ดังนั้น 10 + 8 = 18 คำตอบคือ 18", "ดังนั้น 10 + 8 = 18 คำตอบคือ 10"),
+    ("bn is, danda", "10 + 8 = 18। উত্তর হল 18।", "10 + 8 = 18। উত্তর হল 28।"),
+    ("ja counter", "10+8=18。答えは18個です。", "10+8=18。答えは8個です。"),
+    ("ko counter", "10+8=18이므로 정답은 18개입니다.", "10+8=18이므로 정답은 10개입니다."),
     # markdown and colons
     ("es bold", "10 + 8 = 18\n\n**Respuesta final:** 18", "10 + 8 = 18\n\n**Respuesta final:** 19"),
     ("de full-width colon", "10 + 8 = 18\nAntwort：18", "10 + 8 = 18\nAntwort：19"),
@@ -72,6 +79,8 @@ NEGATIVE = [
     ("18", "So $\\boxed{18}$.\n解：17", True, "box", "解 (solution) is not 答 (answer)"),
     ("18", "So $\\boxed{18}$.\nRespuestas: 17", True, "box", "exact words only: no plural"),
     ("18", "So $\\boxed{18}$.\nEsta respuesta es 17 veces mejor", True, "box", "'la respuesta es', not 'esta ...'"),
+    ("18", "答案：18万", False, "answer line", "万 (ten thousand) is part of the value: 180,000"),
+    ("18", "答案是2的18次方", False, "answer line", "2 to the 18th power is not 18"),
     ("18", "Respuesta: 18\n\nVerificación: 2 + 16 = 18, comprobado: 5", True, "answer line",
      "a later label that is not 'answer' keeps the answer line"),
     # an English answer line after a box behaves as before (a later line that states a value wins)
