@@ -24,7 +24,7 @@ the tune half and the held-out half (`--half tune`: one of them; `--show-dev`: l
 outputs from three other dumps, benchmarks/grading_dev2_build.py), with the same two halves; `grading_mgsm` MGSM's
 worked exemplars in eleven languages, each with its own answer and another's (benchmarks/grading_mgsm_build.py).
 
-    .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3]
+    .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3 [--fuzz-languages]]
     .venv/bin/python benchmarks/grading_accuracy.py --dev [--dev-set grading_dev2] [--half tune --show-dev]
 """
 
@@ -80,12 +80,15 @@ def project_at(ref: str, pairs: list[list[str]]) -> list[dict]:
 SHAPES = ("so we get {}.", "Therefore the value is ${}$.", "{}",
           "Final Answer: The final answer is ${}$. I hope it is correct.",
           "The answer is $\\boxed{{{}}}$.", "We find $x = {}$ in the end.")
+LANGUAGE_SHAPES = ("Solución: ...\nRespuesta: {}", "Donc la réponse est ${}$.", "Lösung ...\nAntwort：{}",
+                   "解：...\n答案：{}", "所以最终答案是 {}", "答えは{}です。", "Ответ — {}.", "Đáp án: {}",
+                   "**Respuesta final:** ${}$", "Jibu ni {}.")  # --fuzz-languages: answer lines in other languages
 PARTS = ("\\frac{{1}}{{{g}}}", "{g}^{{2}}", "[0,{g})", "x_{{{g}}}", "AZ{g}A", "{g}+1", "{g} \\times 10^3",
          "\\sqrt{{{g}}}", "2{g}", "{g}!", "\\frac{{{g}}}{{7}}")
 BENCHES = ("aime24", "aime25", "amc23", "gsm8k", "math500", "minerva_math", "olympiadbench")
 
 
-def fuzz(stride: int) -> None:
+def fuzz(stride: int, shapes: tuple[str, ...] = SHAPES) -> None:
     """False positives among wrong answers built from every `stride`-th real gold (see the docstring)."""
     import re
 
@@ -102,7 +105,7 @@ def fuzz(stride: int) -> None:
             wrong = [near_miss(gold)]
             if re.fullmatch(r"\d+", gold) and int(gold) > 2:
                 wrong += [part.format(g=gold) for part in PARTS]
-            items += [(shape.format(answer), golds) for answer in wrong for shape in SHAPES]
+            items += [(shape.format(answer), golds) for answer in wrong for shape in shapes]
     with GraderPool(workers=2, timeout=10.0) as pool:
         verdicts = pool.grade_many(items)
     accepted = [(item, v) for item, v in zip(items, verdicts) if v.correct]
@@ -222,6 +225,8 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--show", action="store_true", help="list every case the grader gets wrong")
     parser.add_argument("--fuzz", type=int, default=0, metavar="K", help="false-positive hunt on every K-th gold")
+    parser.add_argument("--fuzz-languages", action="store_true",
+                        help="with --fuzz: wrong answers on answer lines in other languages instead")
     parser.add_argument("--dev", action="store_true", help="the real-output development set (issue 40)")
     parser.add_argument("--dev-set", choices=DEV_SETS, default="grading_dev",
                         help="with --dev: which set under benchmarks/data (grading_dev2: the second held-out set)")
@@ -267,7 +272,7 @@ def main() -> None:
             if got != row[3]:
                 print(f"WRONG [{row[0]}] expected {row[3]} (math-verify {m}): gold {row[1]!r} | {row[2][:150]!r}")
     if args.fuzz:
-        fuzz(args.fuzz)
+        fuzz(args.fuzz, LANGUAGE_SHAPES if args.fuzz_languages else SHAPES)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from dhpo_suite.grading.tidy import number_words
 
-__all__ = ["INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "math_content"]
+__all__ = ["ANSWER_WORDS", "INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "math_content"]
 
 # "Answer" outside English, one row per language: (code, words for "answer", words for "final answer",
 # "the answer is" forms). Exact words, case ignored, a space is any run of spaces. "Answer" words label a
@@ -89,7 +89,7 @@ _BLOCK_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _HOPE_RE = re.compile(r"\s*I hope it is correct.*$", re.IGNORECASE | re.DOTALL)
 _CONNECTIVE_RE = re.compile(r"\s(?:is|are|equals|was|=)\s", re.IGNORECASE)
 # a counter and "is" after a number in Chinese, Japanese and Korean (`答えは39個です。`, `정답은 18개입니다.`)
-# are no part of the value; only these words: `18万` (180,000) or `18次方` (a power) keep theirs
+# are no part of the value; only these words go: `18万` (180,000) and `18次方` (a power) keep theirs
 _COPULA_RE = re.compile(r"(?<=\d)\s*(?:個|人|本|枚|匹|台|円|冊|歳|つ|ドル|个|元|块|只|张|岁|名"
                         r"|개|명|원|살|마리|권|장|달러)?\s*(?:です|である|だ|입니다|이다|이에요|예요|임)?\s*[.。]?$")
 _TAIL_CHARS = 300  # an answer after "the answer is" is short; a paragraph is not an answer

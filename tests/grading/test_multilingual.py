@@ -9,6 +9,7 @@ a number before it). Responses and expected values are typed by hand; the words 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -142,3 +143,17 @@ def test_grade_cli_reads_answer_lines_in_other_languages(tmp_path):
     assert [g["correct"] for g in graded] == [True, True, True, False]
     assert [g["extracted"] for g in graded] == ["11", "11", "11", "12"]
     assert {g["answer_rule"] for g in graded} == {"answer line"}
+
+
+def test_mgsm_exemplars(pool):
+    """MGSM's own worked exemplars in eleven languages (benchmarks/data/grading_mgsm, labels from the source's
+    answer list): each read right with its own answer and refused with another's. Telugu's bare final sentence
+    ("సమాధానం 11.", no "is" and no colon) is still not read: those rows only have to be refused."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "grading_mgsm" / "tune.jsonl"
+    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    verdicts = pool.grade_many([{"response": r["response"], "gold": r["answer"], "problem": r["problem"]}
+                                for r in rows])
+    assert len(rows) == 176 and sum(r["label"] for r in rows) == 88
+    wrong = [r["source_id"] for r, v in zip(rows, verdicts) if v.correct is not r["label"]]
+    assert all(source_id.startswith("te/") for source_id in wrong), wrong
+    assert not any(v.correct for r, v in zip(rows, verdicts) if not r["label"])
