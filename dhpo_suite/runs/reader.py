@@ -292,7 +292,8 @@ def list_runs(root: Path | str, max_depth: int = 3) -> list[RunSummary]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: runs root is not a directory")
     found: list[RunSummary] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    # links followed: a folder of links to runs kept elsewhere is a comparison; max_depth bounds a loop
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         here = Path(dirpath)
         depth = len(here.relative_to(root).parts)
         if MANIFEST in filenames:

@@ -163,7 +163,7 @@ def metrics_of(runs: list[tuple], late_frac: float = 0.25) -> pd.DataFrame:
 def stack(runs: list[tuple]) -> pd.DataFrame:
     """The scalar frames of (run, label, seed, status, frame) tuples stacked, with label, seed and run columns."""
     frames = [frame.assign(label=label, seed=seed, run=run) for run, label, seed, _, frame in runs]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed"])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "label", "seed", "run"])
 
 
 def run_labels(manifests: list) -> list[str]:

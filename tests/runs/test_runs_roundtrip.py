@@ -117,6 +117,20 @@ def test_list_runs_reports_broken_manifests(tmp_path):
     assert runs[1].status == "completed"
 
 
+def test_list_runs_follows_links_to_runs_kept_elsewhere(tmp_path):
+    """A folder of symlinks to runs (a comparison assembled by hand) lists them; a link back up ends at
+    max_depth instead of looping."""
+    for name in ("a", "b"):
+        RunWriter(tmp_path / "kept" / name, Manifest(algorithm="grpo")).close()
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    for name in ("a", "b"):
+        (chosen / name).symlink_to(tmp_path / "kept" / name)
+    (chosen / "loop").symlink_to(chosen)
+    runs = list_runs(chosen)
+    assert sorted({r.path.name for r in runs}) == ["a", "b"] and all(r.status == "completed" for r in runs)
+
+
 def test_exit_without_close_records_failed(tmp_path):
     import subprocess
     import sys

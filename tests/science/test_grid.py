@@ -50,6 +50,16 @@ def test_a_complete_grid_is_said_to_be_complete(tmp_path):
     assert a.contrasts.set_index("name").loc["accuracy", "verdict"].startswith("reproduced")
 
 
+def test_a_registered_sweep_with_every_run_gone_is_one_line(tmp_path):
+    root = make_sweep(tmp_path / "s")
+    for run in root.iterdir():
+        if run.is_dir():
+            shutil.rmtree(run)
+    out = subprocess.run([sys.executable, "-m", "dhpo_suite.cli", "compare", str(root)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 2 and out.stderr.strip() == f"error: {root}: no run with committed steps", out.stderr
+
+
 def test_a_deleted_run_is_named_and_no_verdict_is_given(tmp_path):
     root = make_sweep(tmp_path / "s")
     shutil.rmtree(root / "dhpo-e-branch-s3")
