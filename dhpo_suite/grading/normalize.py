@@ -6,7 +6,8 @@ zero-width and bidi characters removed; unicode math → LaTeX (`√53` → `\\s
 code (`pi/4`, `sqrt(2)`, `ln(3)`) → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
 (`\\,` `\\!` `\\;` `\\quad` `~`); `\\left`/`\\right`; `\\dfrac`/`\\tfrac` → `\\frac`; `\\frac12` →
 `\\frac{1}{2}`; a whole-answer `\\text{..}`/`\\textbf{..}`/`\\mathrm{..}` unwrapped; trailing units
-(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"); degrees
+(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"), except a scale word, which
+multiplies ("18 thousand dollars" → `18000`: the value, not 18 with a unit); degrees
 (`^\\circ`, `°`, "degrees"); dollar signs;
 percent signs (remembered, see `has_percent`); `{,}` → `,`; thousands separators in a plain number
 (`58,500` → `58500`, `1 000` → `1000`); trailing punctuation; computer e-notation inside an
@@ -16,6 +17,7 @@ expression (`4.5e33` → `4.5\\times10^{33}`, because math-verify 0.9.0 reads `4
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation
 
 from dhpo_suite.grading.tidy import strip_invisible
 
@@ -42,6 +44,15 @@ _TRAILING_TEXT_RE = re.compile(  # `\\mu\\text{m}`: a prefix before the unit's t
 _TRAILING_UNIT_RE = re.compile(rf"(?<=[\d}}])\s*(?:{_UNITS_LONG})(?:\s*\^\s*\{{?\d\}}?)?\s*$")
 _SHORT_UNIT_RE = re.compile(rf"^({_NUMBER})\s*(?:m|s|g|h)(?:\^\{{?\d\}}?)?$")
 _TRAILING_WORDS_RE = re.compile(rf"^({_NUMBER})\s+[A-Za-z]{{3,}}(?:\s+[A-Za-z]+)*$")  # "5 apples"
+_SCALE = {  # word: power of ten (English; German, French, Spanish, Italian, Portuguese, Dutch: `Antwort: 18 Millionen`)
+    "hundred": 2, "thousand": 3, "tausend": 3, "million": 6, "millionen": 6, "millón": 6, "millones": 6,
+    "milione": 6, "milioni": 6, "milhão": 6, "milhões": 6, "miljoen": 6, "billion": 9, "milliarde": 9,
+    "milliarden": 9, "milliard": 9, "milliards": 9, "miliardo": 9, "miliardi": 9, "miljard": 9, "trillion": 12,
+}
+_SCALE_WORDS = "|".join(sorted(_SCALE, key=len, reverse=True))  # longest first: `millionen` before `million`
+_SCALED_RE = re.compile(  # "18 thousand", "1.5 \\text{ billion} dollars", "\\$2 million": a number times its scale
+    rf"^(?:\\?\$)?\s*({_NUMBER})\s*(?:\\(?:text|mbox|mathrm)\s*\{{\s*)?({_SCALE_WORDS})s?\b\}}?(?:\s+[A-Za-z].*)?$",
+    re.IGNORECASE)
 _DEGREES_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*\bdegrees?\b")
 _THOUSANDS_RE = re.compile(r"^[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")  # `0,204` is a list
 _SPACED_THOUSANDS_RE = re.compile(r"^[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?$")
@@ -72,7 +83,7 @@ def normalize(answer: str) -> str:
     s = re.sub(r"\\[dt]frac", r"\\frac", s)
     s = s.replace("\\varnothing", "\\emptyset")
     s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
-    s = _strip_units(s)
+    s = _scaled(s) or _strip_units(s)
     s = _DEGREES_RE.sub("", s)
     s = s.replace("\\$", "").replace("$", "").replace("\\%", "").replace("%", "")
     s = s.replace("{,}", ",")
@@ -153,6 +164,19 @@ def _strip_delimiters(s: str) -> str:
     while match := _TEXT_WRAP_RE.match(s):
         s = match.group(1).strip()
     return s
+
+
+def _scaled(s: str) -> str | None:
+    """`18 thousand` → `18000` (exact, in decimal), None when `s` is not a number followed by a scale word."""
+    match = _SCALED_RE.match(s.strip())
+    if not match:
+        return None
+    try:
+        value = Decimal(match.group(1).replace(",", "")).scaleb(_SCALE[match.group(2).lower()])
+    except InvalidOperation:
+        return None
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _strip_units(s: str) -> str:
