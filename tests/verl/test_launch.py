@@ -8,12 +8,12 @@ RolloutReplicaRegistry, which loads the actor's weights after every step.
 - dhpo-e runs `--steps 2` to the end: both steps' telemetry (per-branch clip fractions, entropy, w, reward),
   the final checkpoint exported into the run directory, manifest `completed`; the data holds 2 problems for
   2 prompts per step, so the run also needs the epoch fix (1 step per epoch, 2 steps).
-- grpo (a baseline) runs `--steps 3` with a checkpoint every step; a second launch on the same `--out` is
+- grpo (a baseline) runs `--steps 8` with a checkpoint every step; a second launch on the same `--out` is
   refused while it runs; the launcher gets SIGKILL once step 1 is checkpointed: every process of the job is
-  gone within 60 s and the manifest says `failed`. Its relaunch with `--resume` continues at step 2 and gets
-  SIGTERM once step 2 is written: the manifest says `interrupted` and every process the launch started
-  (verl's driver, Ray, its workers) is gone; steps 1 and 2 once each, with `entropy/mean` (every objective
-  logs entropy).
+  gone within 60 s and the manifest says `failed` (until the driver has unwound, the job may commit a step or
+  two more: k in all). Its relaunch with `--resume` continues after step k and gets SIGTERM once it has
+  committed a new step: the manifest says `interrupted` and every process the launch started (verl's driver,
+  Ray, its workers) is gone; steps 1 to k + 1 once each, with `entropy/mean` (every objective logs entropy).
 
 test_plain_verl.py runs the same job without the launcher (`python -m verl.trainer.main_ppo`), grpo with
 `trainer.critic_warmup=2`: its first actor update is verl's step 2, and telemetry numbers it so.
@@ -192,12 +192,20 @@ def _kill_after_step_1(command: list[str], run_dir: Path, log) -> tuple[dict[int
     return launched, marker, killed
 
 
-def _sigterm_after_step_2(command: list[str], run_dir: Path, log) -> dict[int, psutil.Process]:
-    """Leg 2: the resumed launch gets SIGTERM once its step 2 is written; the job's processes."""
+def _last_step(run_dir: Path) -> int:
+    """The last committed telemetry step (0 before the first); read through RunReader, which a compaction of
+    the step files cannot fool."""
+    with contextlib.suppress(Exception):  # a run being written: no step yet, or a file replaced while read
+        return max(RunReader(run_dir).steps(), default=0)
+    return 0
+
+
+def _sigterm_after_a_new_step(command: list[str], run_dir: Path, log, after: int) -> dict[int, psutil.Process]:
+    """Leg 2: the resumed launch gets SIGTERM once it has committed a step past `after`; the job's processes."""
     launched: dict[int, psutil.Process] = {}
     proc = subprocess.Popen(command, env=verl_env(), stdout=log, stderr=subprocess.STDOUT)
     try:
-        proc = _until((run_dir / "scalars" / "step-000002.parquet").exists, proc, command, log, launched, "step 2")
+        proc = _until(lambda: _last_step(run_dir) > after, proc, command, log, launched, f"a step after {after}")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     finally:
@@ -206,15 +214,19 @@ def _sigterm_after_step_2(command: list[str], run_dir: Path, log) -> dict[int, p
     return launched
 
 
-@pytest.mark.timeout(4 * TIMEOUT)  # a launch killed after step 1, then its resume to step 2, on a busy machine
+STOPPED_RUN_STEPS = 8  # room for the steps the killed job trains while it unwinds (seen: 2 more, busy machine)
+
+
+@pytest.mark.timeout(4 * TIMEOUT)  # a launch killed after step 1, then its resume to a new step, on a busy machine
 def test_sigkill_then_sigterm_end_every_process_and_resume_continues(tmp_path, tiny_model_dir, data_dir):
     """One grpo job stopped both ways. `kill -9` of `dhpo-suite train` (or the OOM killer) after step 1: within
     60 s no process of the job is left (verl's driver, Ray and its workers used to train on under PID 1) and the
-    manifest is not left `running`. A relaunch with --resume continues from verl's checkpoint and gets SIGTERM
-    once step 2 is written: `interrupted`, every process it started gone, steps 1 and 2 once each. While the
-    first launch runs, a second on the same --out is refused."""
+    manifest is not left `running`. Until its driver has unwound (SIGINT, then the reaper's grace) the job may
+    commit a step or two more: k steps in all. A relaunch with --resume continues from verl's checkpoint and gets
+    SIGTERM once it has committed a step past k: `interrupted`, every process it started gone, steps 1 to k + 1
+    (or more) once each, none missing. While the first launch runs, a second on the same --out is refused."""
     run_dir = tmp_path / "grpo"
-    command = [*_command("grpo", 3, run_dir, data_dir, tiny_model_dir), "trainer.save_freq=1"]
+    command = [*_command("grpo", STOPPED_RUN_STEPS, run_dir, data_dir, tiny_model_dir), "trainer.save_freq=1"]
     with open(tmp_path / "launch.log", "w") as log:
         launched, marker, killed = _kill_after_step_1(command, run_dir, log)
     psutil.wait_procs(list(launched.values()), timeout=60)
@@ -224,15 +236,20 @@ def test_sigkill_then_sigterm_end_every_process_and_resume_continues(tmp_path, t
     m = read_manifest(run_dir)
     assert m.status == "failed" and "the launcher" in m.error and "ended without closing the run" in m.error
 
+    killed_at = _last_step(run_dir)
+    print(f"the killed job committed steps 1-{killed_at}")
+    assert 1 <= killed_at < STOPPED_RUN_STEPS, "the killed job trained to the end: nothing left to resume"
+
     with open(tmp_path / "resume.log", "w") as log:
-        launched = _sigterm_after_step_2([*command, "--resume"], run_dir, log)
+        launched = _sigterm_after_a_new_step([*command, "--resume"], run_dir, log, after=killed_at)
     assert len(launched) > 5 and not _alive(launched)
     m = read_manifest(run_dir)
     assert m.status == "interrupted" and "SIGTERM" in m.error and m.algorithm == "grpo"
     reader = RunReader(run_dir)
-    assert reader.steps() == [1, 2]
+    last = reader.steps()[-1]
+    assert killed_at < last < STOPPED_RUN_STEPS  # the resumed launch trained, and SIGTERM stopped it before the end
     scalars = reader.scalars()
-    assert list(scalars["step"]) == [1, 2]  # one row each: step 1 not redone, step 2 from the checkpoint on
+    assert list(scalars["step"]) == list(range(1, last + 1))  # one row each: none redone, none missing
     row = scalars.iloc[-1]
     assert row["responses/count"] == 4 and math.isfinite(row["reward/mean"])
     assert math.isfinite(row["ratio/token/mean"]) and 0 <= row["clip/token/binding"] <= 1
