@@ -8,10 +8,10 @@ RolloutReplicaRegistry, which loads the actor's weights after every step.
 - dhpo-e runs `--steps 2` to the end: both steps' telemetry (per-branch clip fractions, entropy, w, reward),
   the final checkpoint exported into the run directory, manifest `completed`; the data holds 2 problems for
   2 prompts per step, so the run also needs the epoch fix (1 step per epoch, 2 steps).
-- grpo (a baseline) runs `--steps 8` with a checkpoint every step; a second launch on the same `--out` is
+- grpo (a baseline) runs `--steps 30` with a checkpoint every step; a second launch on the same `--out` is
   refused while it runs; the launcher gets SIGKILL once step 1 is checkpointed: every process of the job is
-  gone within 60 s and the manifest says `failed` (until the driver has unwound, the job may commit a step or
-  two more: k in all). Its relaunch with `--resume` continues after step k and gets SIGTERM once it has
+  gone within 60 s and the manifest says `failed` (until the reaper's grace ends it, the job may commit more
+  steps: k in all). Its relaunch with `--resume` continues after step k and gets SIGTERM once it has
   committed a new step: the manifest says `interrupted` and every process the launch started (verl's driver,
   Ray, its workers) is gone; steps 1 to k + 1 once each, with `entropy/mean` (every objective logs entropy).
 
@@ -214,7 +214,9 @@ def _sigterm_after_a_new_step(command: list[str], run_dir: Path, log, after: int
     return launched
 
 
-STOPPED_RUN_STEPS = 8  # room for the steps the killed job trains while it unwinds (seen: 2 more, busy machine)
+# Room for the steps the killed job trains on until the reaper's grace (GRACE_SECONDS, 30 s) ends it: a CPU
+# step of this job takes >= 2 s, so at most ~15 (seen: 0 alone, 2 and 7 on a busy machine).
+STOPPED_RUN_STEPS = 30
 
 
 @pytest.mark.timeout(4 * TIMEOUT)  # a launch killed after step 1, then its resume to a new step, on a busy machine
