@@ -12,7 +12,9 @@ grader at the build commit and plain math-verify disagreed; `--adjudicate` lists
 entry yet). Split: tune2 / heldout2 by the parity of sha1(repo : bench : problem id), so that one problem's
 samples (several runs, several budgets) stay on one side.
 
-    .venv/bin/python benchmarks/grading_dev2_build.py --mirror /work/.mirror [--adjudicate]
+    .venv/bin/python benchmarks/grading_dev2_build.py --mirror MIRROR [--adjudicate]
+
+MIRROR: a folder of `owner+name/repo` bare git directories (the workplace's `fetch` tool writes them so).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ NUMBER = re.compile(r"[-–]?\d+(?:\.\d+)?(?:/\d+)?")  # DeathMath golds kept: a
 
 
 def git_show(mirror: Path, repo: str, commit: str, path: str) -> str:
+    """The text of `path` at `commit` of `repo`, from the mirror's `owner+name/repo` git directory."""
     git_dir = mirror / repo.replace("/", "+") / "repo"
     out = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True)
     if out.returncode != 0:

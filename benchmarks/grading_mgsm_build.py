@@ -7,7 +7,7 @@ translators; its native chain-of-thought prompt shows them to the model, which a
 and the same text with the final answer of the next exemplar whose answer differs (label false: a grader that
 accepts it read some other number than the final sentence's). The file is read as literals (`ast`), never run.
 
-    .venv/bin/python benchmarks/grading_mgsm_build.py --mirror /work/.mirror
+    .venv/bin/python benchmarks/grading_mgsm_build.py --mirror MIRROR    # as grading_dev2_build.py's
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,11 +24,10 @@ SOURCE = ("google-research/url-nlp", "4b1e7a43efb517abadd16041e8b47f3be975c76e",
 
 
 def read_exemplars(mirror: Path) -> tuple[list[int], dict[str, dict[str, dict[str, str]]]]:
-    git_dir = mirror / SOURCE[0].replace("/", "+") / "repo"
-    out = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{SOURCE[1]}:{SOURCE[2]}"], capture_output=True)
-    if out.returncode != 0:
-        sys.exit(f"error: {git_dir}: cannot read {SOURCE[1][:12]}:{SOURCE[2]} ({out.stderr.decode().strip()})")
-    names = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(out.stdout.decode("utf-8")).body
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from grading_dev2_build import git_show
+
+    names = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(git_show(mirror, *SOURCE)).body
              if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
     return names["EXEMPLAR_NUMBER_ANSWERS"], names["MGSM_EXEMPLARS"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from dhpo_suite.grading.tidy import strip_invisible
+from dhpo_suite.grading.tidy import SCALES, strip_invisible
 
 __all__ = [
     "has_percent", "is_text_answer", "normalize", "split_top", "split_top_level", "strip_assignment", "text_key",
@@ -44,10 +44,11 @@ _TRAILING_TEXT_RE = re.compile(  # `\\mu\\text{m}`: a prefix before the unit's t
 _TRAILING_UNIT_RE = re.compile(rf"(?<=[\d}}])\s*(?:{_UNITS_LONG})(?:\s*\^\s*\{{?\d\}}?)?\s*$")
 _SHORT_UNIT_RE = re.compile(rf"^({_NUMBER})\s*(?:m|s|g|h)(?:\^\{{?\d\}}?)?$")
 _TRAILING_WORDS_RE = re.compile(rf"^({_NUMBER})\s+[A-Za-z]{{3,}}(?:\s+[A-Za-z]+)*$")  # "5 apples"
-_SCALE = {  # word: power of ten (English; German, French, Spanish, Italian, Portuguese, Dutch: `Antwort: 18 Millionen`)
-    "hundred": 2, "thousand": 3, "tausend": 3, "million": 6, "millionen": 6, "millón": 6, "millones": 6,
-    "milione": 6, "milioni": 6, "milhão": 6, "milhões": 6, "miljoen": 6, "billion": 9, "milliarde": 9,
-    "milliarden": 9, "milliard": 9, "milliards": 9, "miliardo": 9, "miliardi": 9, "miljard": 9, "trillion": 12,
+_SCALE = {  # word: factor; number words' English scales, then German, French, Spanish, Italian, Portuguese, Dutch
+    **SCALES, "trillion": 10**12, "tausend": 10**3, "millionen": 10**6, "millón": 10**6, "millones": 10**6,
+    "milione": 10**6, "milioni": 10**6, "milhão": 10**6, "milhões": 10**6, "miljoen": 10**6, "milliarde": 10**9,
+    "milliarden": 10**9, "milliard": 10**9, "milliards": 10**9, "miliardo": 10**9, "miliardi": 10**9,
+    "miljard": 10**9,
 }
 _SCALE_WORDS = "|".join(sorted(_SCALE, key=len, reverse=True))  # longest first: `millionen` before `million`
 _SCALED_RE = re.compile(  # "18 thousand", "1.5 \\text{ billion} dollars", "\\$2 million": a number times its scale
@@ -172,7 +173,7 @@ def _scaled(s: str) -> str | None:
     if not match:
         return None
     try:
-        value = Decimal(match.group(1).replace(",", "")).scaleb(_SCALE[match.group(2).lower()])
+        value = Decimal(match.group(1).replace(",", "")) * _SCALE[match.group(2).lower()]
     except InvalidOperation:
         return None
     text = format(value, "f")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TURN_TOKEN_RE", "drop_pleasantries", "number_words", "strip_invisible", "strip_special_tokens"]
+__all__ = ["SCALES", "TURN_TOKEN_RE", "drop_pleasantries", "number_words", "strip_invisible", "strip_special_tokens"]
 
 _INVISIBLE_RE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 TURN_TOKEN_RE = re.compile(
@@ -36,7 +36,7 @@ _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six"
           "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _NOT_A_UNIT = {"of", "the", "a", "an", "or", "than", "more", "less", "times", "half", "halves", "quarter",
                "quarters", "third", "thirds", "percent", "point", "over", "minus", "plus", "and"}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
 
 
 def strip_invisible(text: str) -> str:
@@ -72,8 +72,8 @@ def number_words(text: str) -> str | None:
             current += _UNITS[word]
         elif word == "hundred" and seen:
             current = max(current, 1) * 100
-        elif word in _SCALES and seen:
-            total, current = total + max(current, 1) * _SCALES[word], 0
+        elif word in SCALES and seen:
+            total, current = total + max(current, 1) * SCALES[word], 0
         elif word == "and" and seen:
             continue
         elif seen and len(words) - position <= 2 and not _NOT_A_UNIT & set(words[position:]):
