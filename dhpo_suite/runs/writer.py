@@ -203,7 +203,9 @@ class RunWriter:
             return
         status = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed"
         try:
-            self.close(status, "KeyboardInterrupt" if status == "interrupted" else f"{exc_type.__name__}: {exc}")
+            # an interrupt names its signal when a handler raised it with one (train/cli.py: "SIGTERM")
+            self.close(status, (str(exc) or "KeyboardInterrupt") if status == "interrupted"
+                       else f"{exc_type.__name__}: {exc}")
         except WriteError:  # the disk that failed the run fails its manifest too: the first error is the one told
             self._closed = True
             atexit.unregister(self._close_at_exit)

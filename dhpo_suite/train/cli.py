@@ -10,6 +10,7 @@ for the same key must agree). The extra `key=value` arguments are forwarded as H
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,7 +21,7 @@ from rich.console import Console
 from dhpo_suite.config_cli import Spell, Values, config_command, flag
 from dhpo_suite.train.embedded.config import NAMED_HPARAMS, ConfigError, TrainConfig
 
-__all__ = ["SPELL", "TrainCommand", "register"]
+__all__ = ["SPELL", "TrainCommand", "interrupt_on_termination", "interrupted_rc", "register"]
 
 
 @dataclass(frozen=True)
@@ -123,11 +124,33 @@ def _run_embedded(cfg: TrainConfig, show_progress: bool, explicit: frozenset[str
     from dhpo_suite.train.embedded.loop import TrainingDiverged
 
     console = Console(stderr=True)
+    interrupt_on_termination()
     try:
         train(cfg, log=lambda s: console.print(s, markup=False, highlight=False, soft_wrap=True),
               show_progress=show_progress, explicit=explicit)
     except (ConfigError, ModelDirError, TrainingDiverged) as e:
         _fail(_flag(e) if isinstance(e, ConfigError) else str(e))
+    except KeyboardInterrupt as e:
+        out = cfg.out or "RUN_DIR"  # without --out, the directory the run printed when it started
+        typer.echo(f"interrupted ({str(e) or 'SIGINT'}): the run keeps its last checkpoint; continue with "
+                   f"`dhpo-suite train --resume --out {out}`", err=True)
+        raise typer.Exit(interrupted_rc(e)) from None
+
+
+def interrupted_rc(e: KeyboardInterrupt) -> int:
+    """The shell's exit status for a process ended by the signal an interrupt names (Ctrl-C: SIGINT, 130)."""
+    return 128 + signal.Signals[str(e) or "SIGINT"].value
+
+
+def interrupt_on_termination() -> None:
+    """SIGTERM and SIGHUP (a scheduler's stop, a closed terminal, `sweep` stopping its cells) unwind the run as
+    Ctrl-C does, so its manifest ends "interrupted", naming the signal, instead of staying "running" (the
+    default action kills the process before anything can close the run)."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
 
 
 def _run_verl(cfg: TrainConfig, preset: str, dry_run: bool, extra: list[str], steps: int | None = None) -> int:

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from dhpo_suite.config_cli import Spell, Values, config_command, flag, to_argv
 from dhpo_suite.train import sweep as sw
 from dhpo_suite.train.cli import SPELL as TRAIN_SPELL
+from dhpo_suite.train.cli import interrupt_on_termination, interrupted_rc
 from dhpo_suite.train.embedded.config import MAX_SEED, ConfigError, TrainConfig
 
 __all__ = ["SweepArgs", "register"]
@@ -74,8 +75,14 @@ def register(app: typer.Typer) -> None:
         n = min(a.workers or sw.default_workers(), sw.default_workers(), max(len(cells), 1))  # no idle processes
         typer.echo(f"sweep {a.out}: {len(cells)} runs ({', '.join(grid.algos)}; clip {','.join(grid.clips) or '-'}; "
                    f"seeds {','.join(map(str, grid.seeds))}; {grid.steps} steps each), {n} at a time", err=True)
-        with _Bar(not a.no_progress) as bar:
-            result = sw.run_sweep(a.out, grid, workers=n, on_update=bar.update, held=held)
+        interrupt_on_termination()  # SIGTERM stops the cells as Ctrl-C does (run_sweep), not by PDEATHSIG's SIGKILL
+        try:
+            with _Bar(not a.no_progress) as bar:
+                result = sw.run_sweep(a.out, grid, workers=n, on_update=bar.update, held=held)
+        except KeyboardInterrupt as e:
+            typer.echo(f"interrupted ({str(e) or 'SIGINT'}): the running cells were stopped and keep their last "
+                       f"checkpoints; the same command continues the sweep", err=True)
+            raise typer.Exit(interrupted_rc(e)) from None
         failed = {k: v for k, v in result.items() if v.startswith("failed")}
         skipped = sum(v == "skipped" for v in result.values())
         typer.echo(f"done: {len(result) - len(failed) - skipped} ran, {skipped} already complete, {len(failed)} "

@@ -1,5 +1,5 @@
-"""`dhpo-suite sweep` end to end with the real trainer: a 2-objective x 2-seed grid, killed (SIGKILL, the whole
-sweep) once a run is half-way past a checkpoint, then re-run: completed runs are skipped, the killed run resumes
+"""`dhpo-suite sweep` end to end with the real trainer: a 2-objective x 2-seed grid, stopped (SIGTERM to the sweep)
+and then killed (SIGKILL, the whole sweep) once a run is half-way past a checkpoint, then re-run: completed runs are skipped, the killed run resumes
 from its checkpoint, and every run of a seed saw the same first rollout. Then `dhpo-suite compare` and the
 dashboard's Sweep page on it.
 
@@ -67,6 +67,20 @@ def wait_for_half_done_run(out: Path, proc: subprocess.Popen, timeout: float = 2
 @pytest.mark.timeout(600)
 def test_sweep_kill_resume_and_paired_first_rollout(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
+    # SIGTERM (a scheduler's stop) to the sweep alone: it stops its cells as Ctrl-C does, and each closes its run
+    # as "interrupted", naming the signal (the default action would leave them "running", killed by PDEATHSIG).
+    stopped = subprocess.Popen(sweep_cmd(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    caught = wait_for_half_done_run(out, stopped)
+    stopped.send_signal(signal.SIGTERM)
+    said = stopped.communicate(timeout=60)[0]
+    assert stopped.returncode == 128 + signal.SIGTERM, said
+    assert said.rstrip().splitlines()[-1].startswith("interrupted (SIGTERM): the running cells were stopped"), said
+    caught_manifest = RunReader(out / caught).manifest
+    assert (caught_manifest.status, caught_manifest.error) == ("interrupted", "SIGTERM")
+    assert "interrupted (SIGTERM): the run keeps its last checkpoint" in (out / "logs" / f"{caught}.log").read_text()
+    assert processes_writing(out) == []
+
     first = subprocess.Popen(sweep_cmd(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     killed = wait_for_half_done_run(out, first)
     os.killpg(first.pid, signal.SIGKILL)  # the sweep's own group; its runs die with it (PR_SET_PDEATHSIG)
