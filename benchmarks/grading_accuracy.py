@@ -21,7 +21,8 @@ line, `$...$` and plain text without a marker). Every acceptance is a false posi
 misses and false accepts per answer category and per response shape, this grader vs plain math-verify, on
 the tune half and the held-out half (`--half tune`: one of them; `--show-dev`: list the grader's errors).
 `--dev-set grading_dev2` reads the second held-out set instead (issue 40: competition math and reasoning-model
-outputs from three other dumps, benchmarks/grading_dev2_build.py), with the same two halves; `grading_mgsm` MGSM's
+outputs from three other dumps, benchmarks/grading_dev2_build.py), with the same two halves; `grading_dev3` the third
+(gpt-3.5-turbo answering MGSM in six languages, ToRA on GSM8K; benchmarks/grading_dev3_build.py); `grading_mgsm` MGSM's
 worked exemplars in eleven languages, each with its own answer and another's (benchmarks/grading_mgsm_build.py).
 
     .venv/bin/python benchmarks/grading_accuracy.py [--ref fd0b393] [--show] [--fuzz 3 [--fuzz-languages]]
@@ -118,7 +119,7 @@ def fuzz(stride: int, shapes: tuple[str, ...] = SHAPES) -> None:
 
 CATEGORIES = ("integers", "fractions", "decimals", "scientific", "expressions", "matrices", "tuples", "intervals",
               "sets", "equations", "units", "text")
-DEV_SETS = ("grading_dev", "grading_dev2", "grading_mgsm")  # grading_mgsm: one half (tune), README
+DEV_SETS = ("grading_dev", "grading_dev2", "grading_dev3", "grading_mgsm")  # grading_mgsm: one half (tune), README
 
 
 def category(gold: str) -> str:
