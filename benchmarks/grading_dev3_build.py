@@ -12,7 +12,7 @@ Labels: the source's own verdict (cross-lingual-prompting: its `clsp_metric` rul
 number after the last "Answer:" equal to the gold at two decimals; ToRA: its extracted `pred` equal to `gt`),
 except the rows in `adjudicated.jsonl` (read by hand where the source, this grader at the build commit and plain
 math-verify disagreed; `--adjudicate` lists such rows that have no entry yet). Split: tune / heldout by the
-parity of sha1(repo : problem id), so that one MGSM problem stays on one side in all six languages.
+parity of sha1(repo : the file's id), so that one MGSM problem stays on one side in all six languages.
 
     .venv/bin/python benchmarks/grading_dev3_build.py --mirror MIRROR [--adjudicate]
 
@@ -58,11 +58,12 @@ def clsp_rows(mirror: Path) -> list[dict]:
     rows = []
     for lang in CLSP_LANGUAGES:
         path = f"mgsm/output/clsp/{lang}/{lang}.jsonl"
-        for line in git_show(mirror, *CLSP, path).splitlines()[::CLSP_STRIDE]:
+        for index, line in list(enumerate(git_show(mirror, *CLSP, path).splitlines()))[::CLSP_STRIDE]:
             r = json.loads(line)
             messages, origin = literal(r["message"]), literal(r["origin"])
             response = messages[-1]["content"]
-            rows.append(row(CLSP, path, r["id"], "gpt-3.5-turbo (cross-lingual self-consistent prompting)",
+            # the file's `id` numbers blocks of ten problems (id = line // 10); the line is the MGSM index
+            rows.append(row(CLSP, path, index, "gpt-3.5-turbo (cross-lingual self-consistent prompting)",
                             f"mgsm_{lang}", origin["text"], response, origin["answer"],
                             clsp_verdict(response, origin["answer"]), "`clsp_metric` rule on this response"))
     return rows
@@ -124,9 +125,11 @@ def main() -> None:
 
 
 def split(r: dict) -> str:
-    """dev2's parity rule (`grading_dev2_build.half`) on sha1(repo : problem id): one MGSM problem keeps one
-    side in all six languages, one GSM8K problem for both ToRA models."""
-    return half({"source_repo": r["source_repo"], "bench": "", "source_id": r["source_id"]})
+    """dev2's parity rule (`grading_dev2_build.half`) on sha1(repo : group): the group is the file's own `id`,
+    for cross-lingual-prompting a block of ten MGSM problems (line // 10), the same in all six languages, so
+    one problem keeps one side in every language; for ToRA the GSM8K problem, the same for both models."""
+    group = int(r["source_id"]) // 10 if r["source_repo"] == CLSP[0] else r["source_id"]
+    return half({"source_repo": r["source_repo"], "bench": "", "source_id": str(group)})
 
 
 if __name__ == "__main__":
