@@ -253,6 +253,8 @@ def _fallback(text: str, after: int = 0) -> str | None:
     masked = _TUPLE_RE.sub(lambda m: " " * len(m.group(0)), masked)  # `(-1, 6)` is never the 6 alone
     found += [(m.start(), m.end(), m.group(0)) for m in _STANDALONE_RE.finditer(masked) if not _operand(masked, m)]
     found = [c for c in found if c[2]]
+    values = [c for c in found if not masked[:c[0]].endswith("#")]
+    found = values or found  # `16 people think that horse #12 will win`: a label's number only when alone
     if not found:
         return None
     later = [c for c in found if c[0] >= after]

@@ -6,8 +6,9 @@ zero-width and bidi characters removed; unicode math → LaTeX (`√53` → `\\s
 code (`pi/4`, `sqrt(2)`, `ln(3)`) → LaTeX; math delimiters (`$`, `\\(`, `\\[`) and `\\displaystyle`; spacing macros
 (`\\,` `\\!` `\\;` `\\quad` `~`); `\\left`/`\\right`; `\\dfrac`/`\\tfrac` → `\\frac`; `\\frac12` →
 `\\frac{1}{2}`; a whole-answer `\\text{..}`/`\\textbf{..}`/`\\mathrm{..}` unwrapped; trailing units
-(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number: "5 apples"), except a scale word, which
-multiplies ("18 thousand dollars" → `18000`: the value, not 18 with a unit); degrees
+(`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number in Latin, Greek or Cyrillic letters: "5 apples",
+"8 кусков"), except a scale word, which multiplies ("18 thousand dollars" → `18000`, "18 тысяч" → `18000`: the
+value, not 18 with a unit); degrees
 (`^\\circ`, `°`, "degrees"); dollar signs;
 percent signs (remembered, see `has_percent`); `{,}` → `,`; thousands separators in a plain number
 (`58,500` → `58500`, `1 000` → `1000`); trailing punctuation; computer e-notation inside an
@@ -43,16 +44,32 @@ _TRAILING_TEXT_RE = re.compile(  # `\\mu\\text{m}`: a prefix before the unit's t
 )
 _TRAILING_UNIT_RE = re.compile(rf"(?<=[\d}}])\s*(?:{_UNITS_LONG})(?:\s*\^\s*\{{?\d\}}?)?\s*$")
 _SHORT_UNIT_RE = re.compile(rf"^({_NUMBER})\s*(?:m|s|g|h)(?:\^\{{?\d\}}?)?$")
-_TRAILING_WORDS_RE = re.compile(rf"^({_NUMBER})\s+[A-Za-z]{{3,}}(?:\s+[A-Za-z]+)*$")  # "5 apples"
-_SCALE = {  # word: factor; number words' English scales, then German, French, Spanish, Italian, Portuguese, Dutch
-    **SCALES, "trillion": 10**12, "tausend": 10**3, "millionen": 10**6, "millón": 10**6, "millones": 10**6,
-    "milione": 10**6, "milioni": 10**6, "milhão": 10**6, "milhões": 10**6, "miljoen": 10**6, "milliarde": 10**9,
-    "milliarden": 10**9, "milliard": 10**9, "milliards": 10**9, "miliardo": 10**9, "miliardi": 10**9,
-    "miljard": 10**9,
+_LETTER = "[A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"  # Latin (accented too), Greek, Cyrillic
+# "5 apples", "75 días", "8 кусков" (Russian "8 pieces"): words after a plain number are a unit
+_TRAILING_WORDS_RE = re.compile(rf"^({_NUMBER})\s+{_LETTER}{{3,}}(?:\s+{_LETTER}+)*$")
+_SCALE = {  # word: factor; number words' English scales, then the languages of `answer_line.ANSWER_WORDS`
+    **SCALES, "trillion": 10**12,
+    "tausend": 10**3, "millionen": 10**6, "mio": 10**6, "milliarde": 10**9, "milliarden": 10**9, "mrd": 10**9,
+    "millón": 10**6, "millones": 10**6, "milione": 10**6, "milioni": 10**6, "milhão": 10**6, "milhões": 10**6,
+    "miljoen": 10**6, "milliard": 10**9, "milliards": 10**9, "miliardo": 10**9, "miliardi": 10**9,
+    "miljard": 10**9, "miljarder": 10**9, "milliarder": 10**9, "tusen": 10**3, "tusind": 10**3,
+    "miljon": 10**6, "miljoner": 10**6, "millioner": 10**6,  # sv/da/no
+    "tysiąc": 10**3, "tysiące": 10**3, "tysięcy": 10**3, "tys": 10**3, "milion": 10**6, "miliony": 10**6,
+    "milionów": 10**6, "mln": 10**6, "miliard": 10**9, "miliardy": 10**9, "miliardów": 10**9, "mld": 10**9,
+    "tisíc": 10**3, "tisíce": 10**3, "milionů": 10**6, "miliarda": 10**9,  # pl, cs/sk
+    "milyon": 10**6, "milyar": 10**9,  # tr ("bin", a thousand, is left out: "18 bins" is English)
+    "ribu": 10**3, "juta": 10**6, "miliar": 10**9, "bilion": 10**9,  # id/ms
+    "nghìn": 10**3, "ngàn": 10**3, "triệu": 10**6, "tỷ": 10**9, "tỉ": 10**9,  # vi
+    "тысяча": 10**3, "тысячи": 10**3, "тысяч": 10**3, "тысячу": 10**3, "тыс": 10**3, "миллион": 10**6,
+    "миллиона": 10**6, "миллионов": 10**6, "млн": 10**6, "миллиард": 10**9, "миллиарда": 10**9,
+    "миллиардов": 10**9, "млрд": 10**9, "тисяча": 10**3, "тисячі": 10**3, "тисяч": 10**3, "тис": 10**3,
+    "мільйон": 10**6, "мільйони": 10**6, "мільйонів": 10**6, "мільярд": 10**9,  # ru, uk
+    "χίλια": 10**3, "χιλιάδες": 10**3, "εκατομμύριο": 10**6, "εκατομμύρια": 10**6,
+    "δισεκατομμύριο": 10**9, "δισεκατομμύρια": 10**9,  # el
 }
 _SCALE_WORDS = "|".join(sorted(_SCALE, key=len, reverse=True))  # longest first: `millionen` before `million`
 _SCALED_RE = re.compile(  # "18 thousand", "1.5 \\text{ billion} dollars", "\\$2 million": a number times its scale
-    rf"^(?:\\?\$)?\s*({_NUMBER})\s*(?:\\(?:text|mbox|mathrm)\s*\{{\s*)?({_SCALE_WORDS})s?\b\}}?(?:\s+[A-Za-z].*)?$",
+    rf"^(?:\\?\$)?\s*({_NUMBER})\s*(?:\\(?:text|mbox|mathrm)\s*\{{\s*)?({_SCALE_WORDS})s?\b\.?\}}?(?:\s+{_LETTER}.*)?$",
     re.IGNORECASE)
 _DEGREES_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*\bdegrees?\b")
 _THOUSANDS_RE = re.compile(r"^[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")  # `0,204` is a list
