@@ -25,6 +25,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,8 +107,8 @@ def half(r: dict) -> str:
     return "tune" if int(hashlib.sha1(problem_key(r).encode()).hexdigest(), 16) % 2 == 0 else "heldout"
 
 
-def load_adjudicated() -> dict:
-    path = OUT / "adjudicated.jsonl"
+def load_adjudicated(out: Path) -> dict:
+    path = out / "adjudicated.jsonl"
     if not path.is_file():
         return {}
     entries = [json.loads(line) for line in path.open(encoding="utf-8")]
@@ -128,31 +129,43 @@ def disagreements(rows: list[dict]) -> list[tuple[dict, bool, bool, object]]:
     return [(r, m, v.correct, v) for r, m, v in zip(rows, mv, ours) if not r["label"] == m == v.correct]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli_args(doc: str) -> argparse.Namespace:
+    """The builders' command line: `--mirror DIR [--adjudicate]`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--mirror", type=Path, required=True, help="folder of owner+name/repo git snapshots")
     parser.add_argument("--adjudicate", action="store_true",
                         help="list rows where source, grader and math-verify disagree and no entry exists")
-    args = parser.parse_args()
-    rows = rlsft_rows(args.mirror) + tegra_rows(args.mirror) + death_rows(args.mirror)
-    adjudicated = load_adjudicated()
-    if args.adjudicate:
+    return parser.parse_args()
+
+
+def build(rows: list[dict], out: Path, split: Callable[[dict], str], adjudicate: bool) -> None:
+    """Writes `out`/tune.jsonl and heldout.jsonl (`split(row)` names the half), with the labels of
+    `out`/adjudicated.jsonl; with `adjudicate`, lists instead the disagreement rows that have no entry yet
+    (the held-out ones without the grader's reading)."""
+    adjudicated = load_adjudicated(out)
+    if adjudicate:
         todo = [d for d in disagreements(rows) if (d[0]["source_path"], d[0]["source_id"]) not in adjudicated]
-        print(json.dumps([{"half": half(r), "source_path": r["source_path"], "source_id": r["source_id"],
+        print(json.dumps([{"half": split(r), "source_path": r["source_path"], "source_id": r["source_id"],
                            "source": r["label"], "math_verify": m, "grader": g,
-                           "extracted": v.extracted if half(r) == "tune" else None}
+                           "extracted": v.extracted if split(r) == "tune" else None}
                           for r, m, g, v in todo], ensure_ascii=False, indent=0))
         return
     for r in rows:
         entry = adjudicated.get((r["source_path"], r["source_id"]))
         if entry:
             r["label"], r["note"] = entry["label"], entry["note"]
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     for name in ("tune", "heldout"):
-        part = [r for r in rows if half(r) == name]
-        with (OUT / f"{name}.jsonl").open("w", encoding="utf-8") as f:
+        part = [r for r in rows if split(r) == name]
+        with (out / f"{name}.jsonl").open("w", encoding="utf-8") as f:
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in part)
         print(f"{name}: {len(part)} rows, {sum(not r['label'] for r in part)} wrong")
+
+
+def main() -> None:
+    args = cli_args(__doc__)
+    rows = rlsft_rows(args.mirror) + tegra_rows(args.mirror) + death_rows(args.mirror)
+    build(rows, OUT, half, args.adjudicate)
 
 
 if __name__ == "__main__":

@@ -21,14 +21,12 @@ MIRROR: a folder of `owner+name/repo` bare git directories (the workplace's `fet
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
-import sys
 from pathlib import Path
 
-from grading_dev2_build import disagreements, git_show, half, row
+from grading_dev2_build import build, cli_args, git_show, half, row
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "data" / "grading_dev3"
@@ -89,41 +87,6 @@ def tora_rows(mirror: Path) -> list[dict]:
     return rows
 
 
-def load_adjudicated() -> dict:
-    path = OUT / "adjudicated.jsonl"
-    if not path.is_file():
-        return {}
-    entries = [json.loads(line) for line in path.open(encoding="utf-8")]
-    return {(e["source_path"], e["source_id"]): e for e in entries}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, required=True, help="folder of owner+name/repo git snapshots")
-    parser.add_argument("--adjudicate", action="store_true",
-                        help="list rows where source, grader and math-verify disagree and no entry exists")
-    args = parser.parse_args()
-    rows = clsp_rows(args.mirror) + tora_rows(args.mirror)
-    adjudicated = load_adjudicated()
-    if args.adjudicate:
-        todo = [d for d in disagreements(rows) if (d[0]["source_path"], d[0]["source_id"]) not in adjudicated]
-        print(json.dumps([{"half": split(r), "source_path": r["source_path"], "source_id": r["source_id"],
-                           "source": r["label"], "math_verify": m, "grader": g,
-                           "extracted": v.extracted if split(r) == "tune" else None}
-                          for r, m, g, v in todo], ensure_ascii=False, indent=0))
-        return
-    for r in rows:
-        entry = adjudicated.get((r["source_path"], r["source_id"]))
-        if entry:
-            r["label"], r["note"] = entry["label"], entry["note"]
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name in ("tune", "heldout"):
-        part = [r for r in rows if split(r) == name]
-        with (OUT / f"{name}.jsonl").open("w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in part)
-        print(f"{name}: {len(part)} rows, {sum(not r['label'] for r in part)} wrong")
-
-
 def split(r: dict) -> str:
     """dev2's parity rule (`grading_dev2_build.half`) on sha1(repo : group): the group is the file's own `id`,
     for cross-lingual-prompting a block of ten MGSM problems (line // 10), the same in all six languages, so
@@ -132,5 +95,10 @@ def split(r: dict) -> str:
     return half({"source_repo": r["source_repo"], "bench": "", "source_id": str(group)})
 
 
+def main() -> None:
+    args = cli_args(__doc__)
+    build(clsp_rows(args.mirror) + tora_rows(args.mirror), OUT, split, args.adjudicate)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

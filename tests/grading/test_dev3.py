@@ -52,16 +52,12 @@ REAL = [
 ]
 
 
-@pytest.fixture(scope="module")
-def verdicts(pool):
-    return pool.grade_many([(response, gold) for gold, response, *_ in CASES])
-
-
-@pytest.mark.parametrize("index", range(len(CASES)), ids=[case[4] for case in CASES])
-def test_case(verdicts, index):
-    gold, response, expected, rule, why = CASES[index]
-    assert verdicts[index].correct is expected, (why, verdicts[index])
-    assert verdicts[index].answer_rule == rule, (why, verdicts[index])
+def test_cases_both_ways(pool):
+    """Every case at once; a failure lists each case whose verdict or rule differs, with why it matters."""
+    got = pool.grade_many([(response, gold) for gold, response, *_ in CASES])
+    differ = [(why, v.correct, v.answer_rule, v.extracted) for (_, _, expected, rule, why), v in zip(CASES, got)
+              if (v.correct, v.answer_rule) != (expected, rule)]
+    assert differ == []
 
 
 def rows(half: str) -> list[dict]:
