@@ -26,19 +26,23 @@ from typing import NamedTuple
 
 from dhpo_suite.grading.tidy import number_words
 
-__all__ = ["ANSWER_WORDS", "INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "math_content"]
+__all__ = ["ANSWER_WORDS", "DECIMAL_COMMA", "INLINE_MATH_RE", "PHRASE_RE", "Phrase", "after_phrase", "decimal_commas",
+           "language", "math_content"]
 
 # "Answer" outside English, one row per language: (code, words for "answer", words for "final answer",
 # "the answer is" forms). Exact words, case ignored, a space is any run of spaces. "Answer" words label a
 # line ("Antwort: 18", "**Respuesta:** 18"); "final answer" words also label a heading or follow other
 # words on the line ("所以最终答案：18"); the "is" forms stand anywhere ("Por lo tanto, la respuesta es 18").
 ANSWER_WORDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
-    ("es", ("respuesta",), ("respuesta final",), ("la respuesta es", "la respuesta final es")),
-    ("fr", ("réponse", "reponse"), ("réponse finale", "reponse finale"), ("la réponse est", "la réponse finale est")),
+    ("es", ("respuesta",), ("respuesta final",),
+     ("la respuesta es", "la respuesta final es", "la respuesta es entonces")),
+    ("fr", ("réponse", "reponse"), ("réponse finale", "reponse finale"),
+     ("la réponse est", "la réponse finale est", "la réponse est donc")),
     ("de", ("antwort",), ("endgültige antwort", "finale antwort"),
-     ("die antwort ist", "die endgültige antwort ist", "die antwort lautet", "die endgültige antwort lautet")),
-    ("it", ("risposta",), ("risposta finale",), ("la risposta è", "la risposta finale è")),
-    ("pt", ("resposta",), ("resposta final",), ("a resposta é", "a resposta final é")),
+     ("die antwort ist", "die endgültige antwort ist", "die antwort lautet", "die endgültige antwort lautet",
+      "die antwort ist also", "die antwort lautet also")),
+    ("it", ("risposta",), ("risposta finale",), ("la risposta è", "la risposta finale è", "la risposta è quindi")),
+    ("pt", ("resposta",), ("resposta final",), ("a resposta é", "a resposta final é", "a resposta é portanto")),
     ("pl", ("odpowiedź", "odpowiedz"), ("ostateczna odpowiedź", "końcowa odpowiedź"), ("odpowiedź to",)),
     ("tr", ("cevap", "yanıt"), ("nihai cevap", "son cevap"), ()),
     ("id/ms", ("jawaban", "jawapan"), ("jawaban akhir", "jawapan akhir"), ("jawabannya adalah", "jawapannya ialah")),
@@ -47,7 +51,7 @@ ANSWER_WORDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
      ("svaret är", "svaret er")),
     ("cs/sk", ("odpověď", "odpoveď", "odpoved"), ("konečná odpověď",), ()),
     ("ru/uk", ("ответ", "відповідь"), ("окончательный ответ", "итоговый ответ", "остаточна відповідь"),
-     ("ответ —", "ответ равен", "відповідь —")),
+     ("ответ —", "ответ равен", "відповідь —", "таким образом, ответ:", "итак, ответ:")),
     ("el", ("απάντηση",), ("τελική απάντηση",), ()),
     ("ar", ("الإجابة", "الاجابة", "الجواب"), ("الإجابة النهائية", "الاجابة النهائية"), ()),
     ("hi", ("उत्तर", "जवाब"), ("अंतिम उत्तर",), ()),
@@ -61,6 +65,29 @@ ANSWER_WORDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
 )
 
 
+# Languages of the table that write a decimal comma. Only after an answer word of one of them is `1,5` read as
+# 1.5 (`Ответ: 1,5`, `Réponse : 75,00 $`); elsewhere a comma groups thousands (`1,234`) or separates a list.
+# The rule, in one place (`decimal_commas`): one or two digits after the comma, the number not inside
+# brackets and not one of a comma list (`(1,5)`, `1,5,7`, `1,5, 2,5` keep their commas). Three digits stay as they read
+# today: a German `1,500` is 1.5, but models answering in German carry the English thousands over
+# (`1,500 €` for 1500; money has no third decimal), so no reading of it is safe.
+DECIMAL_COMMA = frozenset({"es", "fr", "de", "it", "pt", "pl", "tr", "id/ms", "nl", "sv/da/no", "cs/sk", "ru/uk",
+                           "el", "vi"})
+_DECIMAL_COMMA_RE = re.compile(r"(?<![\w.,(\[{])(?<!,\s)(\d+),(\d{1,2})(?![\d,)\]}]|\s*,\s*\d)")
+
+
+def decimal_commas(text: str) -> str:
+    """`75,00 $` → `75.00 $`, `1,5` → `1.5`; `(1,5)`, `1,5,7` and `1,234` unchanged (see `DECIMAL_COMMA`)."""
+    return _DECIMAL_COMMA_RE.sub(r"\1.\2", text)
+
+
+def language(phrase: str) -> str | None:
+    """The code of the table row whose longest word the matched phrase holds (`Réponse :` → fr), else None."""
+    said = re.sub(r"\s+", " ", phrase.lower())
+    found = [(len(w), row[0]) for row in ANSWER_WORDS for column in row[1:] for w in column if w in said]
+    return max(found)[1] if found else None
+
+
 def _words(column: int) -> str:
     """One column of `ANSWER_WORDS` as a regex alternation, longest first (`最终答案` before `答案`)."""
     words = sorted({w for row in ANSWER_WORDS for w in row[column]}, key=len, reverse=True)
@@ -72,7 +99,10 @@ _COLON = r"[ \t]*[*_]*[ \t]*[:：][*_]*"  # `Antwort:`, `Réponse :` (French), `
 _OWN = r"(?<![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
 _END = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
 _LABEL = (rf"(?:^\s*[*_#]*\s*(?:{_words(1)}|{_words(2)}){_COLON}|{_OWN}(?:{_words(2)}){_COLON}"
-          rf"|^[ \t]*[#*_]+[ \t]*(?:{_words(2)})[ \t]*[*_:：]*[ \t]*$|{_OWN}(?:{_words(3)}){_END})")
+          rf"|^[ \t]*[#*_]+[ \t]*(?:{_words(2)})[ \t]*[*_:：]*[ \t]*$|{_OWN}(?:{_words(3)}){_END}"
+          # the bare word and only a number after it, at a line's or a sentence's start: MGSM's Telugu
+          # `... 5+6=11. సమాధానం 11.`; never mid-sentence, never a numbered heading (`Respuesta 1. La ...`)
+          rf"|(?:^|(?<=[.!?।] ))[ \t]*(?:{_words(2)}|{_words(1)})[ \t]+(?=[-+]?\d[\d.,]*[ \t]*$))")
 PHRASE_RE = re.compile(
     r"(?:final\s+answer\s*(?:is|:)|the\s+(?:final\s+|correct\s+|right\s+)?answer\s*(?:\([^()\n]{0,40}\)\s*)?(?:is|:)"
     r"|^\s*[*_#]*\s*(?:final\s+)?answer\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"
@@ -116,9 +146,11 @@ def after_phrase(text: str, committed: Callable[[str], str | None]) -> Phrase | 
     if rule == "json answer":
         answer = _json_value(text[last.end(): last.end() + 2000])
         return Phrase(answer, last.start(), bool(answer and re.search(r"\d|\\", answer)), rule)
-    window = _HOPE_RE.sub("", text[last.end(): last.end() + _TAIL_CHARS])
+    tail = text[last.end(): last.end() + 2000]
+    tail = decimal_commas(tail) if language(last.group(0)) in DECIMAL_COMMA else tail
+    window = _HOPE_RE.sub("", tail[:_TAIL_CHARS])
     if not window.split("\n", 1)[0].strip(" \t*_:"):  # the value is on the lines after the phrase
-        after = committed(_HOPE_RE.sub("", text[last.end(): last.end() + 2000]).strip())
+        after = committed(_HOPE_RE.sub("", tail).strip())
         if after:
             return Phrase(after, last.start(), True, rule)
     answer, math = _line_value(window.strip())

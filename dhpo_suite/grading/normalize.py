@@ -9,7 +9,7 @@ code (`pi/4`, `sqrt(2)`, `ln(3)`) → LaTeX; math delimiters (`$`, `\\(`, `\\[`)
 (`\\text{ cm}^2`, "45 minutes", "km/h", words after a plain number in Latin, Greek or Cyrillic letters: "5 apples",
 "8 кусков"), except a scale word, which multiplies ("18 thousand dollars" → `18000`, "18 тысяч" → `18000`: the
 value, not 18 with a unit); degrees
-(`^\\circ`, `°`, "degrees"); dollar signs;
+(`^\\circ`, `°`, "degrees"); dollar signs and a number's euro sign (`18 €`);
 percent signs (remembered, see `has_percent`); `{,}` → `,`; thousands separators in a plain number
 (`58,500` → `58500`, `1 000` → `1000`); trailing punctuation; computer e-notation inside an
 expression (`4.5e33` → `4.5\\times10^{33}`, because math-verify 0.9.0 reads `4.5e33` as 4.5·e·33).
@@ -104,6 +104,7 @@ def normalize(answer: str) -> str:
     s = _scaled(s) or _strip_units(s)
     s = _DEGREES_RE.sub("", s)
     s = s.replace("\\$", "").replace("$", "").replace("\\%", "").replace("%", "")
+    s = re.sub(r"(?<=\d)\s*€|€\s*(?=\d)", "", s)  # `18 €`, `€18`: the euro sign of a number, as its `$`
     s = s.replace("{,}", ",")
     s = re.sub(r"\s+", " ", s).strip()
     s = re.sub(r"(?<!\\)([(\[])\s+|\s+(?=[)\]])", r"\1", s)
