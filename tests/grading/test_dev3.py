@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEV3 = ROOT / "benchmarks" / "data" / "grading_dev3"
 CLSP = "mgsm/output/clsp/{0}/{0}.jsonl"
 TORA70 = "src/outputs/llm-agents/tora-70b-v1.0/gsm8k/test_tora_-1_seed0_t0.0_s0_e1319.jsonl"
-HELDOUT_MISSES = 5  # benchmarks/RESULTS.md, "A third held-out set": after the fixes (13 before them)
+HELDOUT_MISSES = 3  # benchmarks/RESULTS.md, "A third held-out set": 13 before the fixes, 5, then 3 (post hoc)
 
 # (gold, response, expected verdict, expected answer_rule, why)
 CASES = [
