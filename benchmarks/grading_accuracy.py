@@ -84,7 +84,8 @@ SHAPES = ("so we get {}.", "Therefore the value is ${}$.", "{}",
 LANGUAGE_SHAPES = ("Solución: ...\nRespuesta: {}", "Donc la réponse est ${}$.", "Lösung ...\nAntwort：{}",
                    "解：...\n答案：{}", "所以最终答案是 {}", "答えは{}です。", "Ответ — {}.", "Đáp án: {}",
                    "**Respuesta final:** ${}$", "Jibu ni {}.",
-                   "回答：{}。", "Ответ: {} штук.")  # --fuzz-languages: answer lines in other languages (grading_dev3)
+                   "回答：{}。", "Ответ: {} штук.",  # --fuzz-languages: answer lines in other languages (grading_dev3)
+                   "Réponse : {} $.", "Die Antwort ist also {} Euro.", "సమాధానం {}.")  # and its held-out misses
 PARTS = ("\\frac{{1}}{{{g}}}", "{g}^{{2}}", "[0,{g})", "x_{{{g}}}", "AZ{g}A", "{g}+1", "{g} \\times 10^3",
          "\\sqrt{{{g}}}", "2{g}", "{g}!", "\\frac{{{g}}}{{7}}")
 BENCHES = ("aime24", "aime25", "amc23", "gsm8k", "math500", "minerva_math", "olympiadbench")
