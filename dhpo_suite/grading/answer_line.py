@@ -4,8 +4,10 @@ Recognised, case ignored: "final answer is/:", "the (final|correct|right) answer
 starting "Answer:" or "**Answer:**", a "Final Answer" heading (the value is on the lines after it), GSM8K's
 `#### 18` and `A: 18` (capital A at a line start), a JSON `"answer": ...` field, and the same labels in
 other languages (`ANSWER_WORDS`: models answer in the prompt's language, e.g. on MGSM; `Ответ: 18`,
-`Respuesta: 18`, `答案：18`, `最终答案是 18`, `La réponse est 18`). Only these exact words make an answer
-line: a last line "Step 3: 18" is no answer line for its colon. The value:
+`Respuesta: 18`, `答案：18`, `最终答案是 18`, `La réponse est 18`; a bare word with only its number after
+it at a line's or sentence's start, `సమాధానం 11.`). Only these exact words make an answer line: a last line
+"Step 3: 18" is no answer line for its colon. After a word of a language that writes a decimal comma,
+`75,00` is 75 (`DECIMAL_COMMA`). The value:
 
 * a JSON field's value (a string, decoded; a number; a list, whole; an object states nothing);
 * on the line: its first math segment, or several (`$2$ and $3$` → `2, 3`); in prose ("The largest $n$ is
