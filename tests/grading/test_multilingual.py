@@ -130,18 +130,23 @@ def test_every_word_of_the_table(row):
 
 
 def test_grade_cli_reads_answer_lines_in_other_languages(tmp_path):
-    """The path a user runs: `dhpo-suite grade` on MGSM-style rows (es, zh, ja, fr) of which one is wrong."""
+    """The path a user runs: `dhpo-suite grade` on MGSM-style rows (es, zh, ja, fr; a decimal comma, an "is"
+    form with an adverb, Telugu's bare word) of which two are wrong."""
     rows = [{"response": "Roger tiene 5 + 6 = 11 pelotas.\nRespuesta: 11", "answer": "11"},
             {"response": "解：5+6=11。\n答案：11", "answer": "11"},
             {"response": "5+6=11なので、答えは11です。", "answer": "11"},
-            {"response": "Il a 5 + 6 = 11 balles.\nRéponse : 12", "answer": "11"}]
+            {"response": "Il a 5 + 6 = 11 balles.\nRéponse : 12", "answer": "11"},
+            {"response": "15 x 5,00 $ = 75,00 $\n\nRéponse: 75,00 $.", "answer": "75"},  # a decimal comma
+            {"response": "9 x 2 = 18.\n\nDie Antwort ist also 18 Euro.", "answer": "18"},
+            {"response": "5+6=11. సమాధానం 11.", "answer": "11"},
+            {"response": "Ответ: 1,5", "answer": "15"}]
     src = tmp_path / "mgsm.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     result = CliRunner().invoke(app, ["grade", str(src), "--workers", "1"])
     assert result.exit_code == 0, result.stderr
     graded = [json.loads(line) for line in (tmp_path / "mgsm.graded.jsonl").open(encoding="utf-8")]
-    assert [g["correct"] for g in graded] == [True, True, True, False]
-    assert [g["extracted"] for g in graded] == ["11", "11", "11", "12"]
+    assert [g["correct"] for g in graded] == [True, True, True, False, True, True, True, False]
+    assert [g["extracted"] for g in graded] == ["11", "11", "11", "12", "75.00 $", "18 Euro", "11", "1.5"]
     assert {g["answer_rule"] for g in graded} == {"answer line"}
 
 
