@@ -103,8 +103,10 @@ _END = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
 _LABEL = (rf"(?:^\s*[*_#]*\s*(?:{_words(1)}|{_words(2)}){_COLON}|{_OWN}(?:{_words(2)}){_COLON}"
           rf"|^[ \t]*[#*_]+[ \t]*(?:{_words(2)})[ \t]*[*_:：]*[ \t]*$|{_OWN}(?:{_words(3)}){_END}"
           # the bare word and only a number after it, at a line's or a sentence's start: MGSM's Telugu
-          # `... 5+6=11. సమాధానం 11.`; never mid-sentence, never a numbered heading (`Respuesta 1. La ...`)
-          rf"|(?:^|(?<=[.!?।] ))[ \t]*(?:{_words(2)}|{_words(1)})[ \t]+(?=[-+]?\d[\d.,]*[ \t]*$))")
+          # `... 5+6=11. సమాధానం 11.`, the number ending its sentence at a line's end or the text's; never
+          # mid-sentence, never a numbered heading (`Respuesta 1. La ...`, `Antwort 2` over a part's answer)
+          rf"|(?:^|(?<=[.!?।] ))[ \t]*(?:{_words(2)}|{_words(1)})[ \t]+"
+          r"(?=[-+]?\d+(?:[.,]\d+)*(?:[ \t]*[.।。][ \t]*$|\s*\Z)))")
 PHRASE_RE = re.compile(
     r"(?:final\s+answer\s*(?:is|:)|the\s+(?:final\s+|correct\s+|right\s+)?answer\s*(?:\([^()\n]{0,40}\)\s*)?(?:is|:)"
     r"|^\s*[*_#]*\s*(?:final\s+)?answer\s*[*_]*\s*:[*_]*|^[ \t]*[#*_]+[ \t]*final\s+answer[ \t]*[*_:]*[ \t]*$"

@@ -94,6 +94,8 @@ HELDOUT_CASES = [
     ("11", "5+6=11.\nసమాధానం 11", True, "answer line", "Telugu, at a line's start"),
     ("3", "Respuesta 1. La primera parte da 3.\nRespuesta 2. La segunda da 4.", False, None, "numbered headings"),
     ("2", "Hay 2 cajas y la respuesta 2 no sirve, son 5", False, None, "mid-sentence"),
+    ("2", "Antwort 1\nDer erste Teil: 3 + 4 = 7.\nAntwort 2\nDer zweite Teil: 5 + 4 = 9.", False, "fallback",
+     "a heading over a part's answer"),
 ]
 
 # (source file, line, expected): tune rows the grader got wrong before the fix
