@@ -1,7 +1,7 @@
-"""`dhpo-suite sweep` end to end with the real trainer: a 2-objective x 2-seed grid, stopped (SIGTERM to the sweep)
-and then killed (SIGKILL, the whole sweep) once a run is half-way past a checkpoint, then re-run: completed runs are skipped, the killed run resumes
-from its checkpoint, and every run of a seed saw the same first rollout. Then `dhpo-suite compare` and the
-dashboard's Sweep page on it.
+"""`dhpo-suite sweep` end to end with the real trainer: a 2-objective x 2-seed grid, stopped (SIGTERM to the sweep;
+its runs close as "interrupted") and then killed (SIGKILL, the whole sweep) once a run is half-way past a
+checkpoint, then re-run: completed runs are skipped, the killed run resumes from its checkpoint, and every run of
+a seed saw the same first rollout. Then `dhpo-suite compare` and the dashboard's Sweep page on it.
 
 Kept cheap: a random-init "warm start" (--sft-target 0), 2 prompts x G 2, 8 new tokens (~1 min in all)."""
 
