@@ -33,3 +33,22 @@ def test_hf_export_is_found_in_either_layout(layout, tmp_path, tiny_model_dir):
     assert found == target
     assert AutoModelForCausalLM.from_pretrained(found).config.model_type == "qwen3"
     assert seam.global_step_of(str(ckpt)) == 3
+
+
+def test_a_step_exported_twice_is_relinked_not_copied_onto_itself(tmp_path):
+    """A killed verl job can save and export a step during the reaper's grace; the resumed job saves it again.
+    The second export used to copy each file onto its own hard link (shutil.SameFileError; CI, 2026-11-29)."""
+    from dhpo_suite.train.verl_backend.rank_telemetry import link_tree
+
+    source, target = tmp_path / "global_step_13" / "huggingface", tmp_path / "checkpoints" / "step-000013"
+    source.mkdir(parents=True)
+    (source / "config.json").write_text("{}")
+    (source / "model.safetensors").write_bytes(b"first")
+    link_tree(source, target)
+    link_tree(source, target)  # the same files again: kept as they are
+    assert (target / "config.json").samefile(source / "config.json")
+    (source / "model.safetensors").unlink()  # a save that writes new files: the export follows them
+    (source / "model.safetensors").write_bytes(b"second")
+    link_tree(source, target)
+    assert (target / "model.safetensors").read_bytes() == b"second"
+    assert (target / "model.safetensors").samefile(source / "model.safetensors")

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from dhpo_suite.train.telemetry import Decode, TelemetryAccumulator, TelemetryState
     from dhpo_suite.train.verl_backend.seam import MicroBatch
 
-__all__ = ["StepTelemetry", "ids_from_uids", "run_step", "note_checkpoint_loaded", "export_checkpoint"]
+__all__ = ["StepTelemetry", "ids_from_uids", "run_step", "note_checkpoint_loaded", "export_checkpoint", "link_tree"]
 
 Facts = tuple["str | None", "str | None"]
 """A prompt's (problem, gold answer), None where the batch does not carry it."""
@@ -293,13 +293,24 @@ def export_checkpoint(worker: Any, local_path: str, global_step: int) -> Path | 
     from dhpo_suite.runs import checkpoint_path, mark_checkpoint_complete
 
     target = checkpoint_path(config.policy_loss.run_dir, global_step)
+    link_tree(source, target)
+    mark_checkpoint_complete(target, step=int(global_step), source=str(source))
+    return target
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """`target` mirrors `source` by hard links (copies across filesystems). A step exported before (a killed job
+    that saved it during the reaper's grace, then saved again on resume) is relinked: a file already linked to its
+    source is kept, any other is replaced (copying a file onto its own link raised SameFileError)."""
 
     def link(src: str, dst: str) -> None:
+        if os.path.lexists(dst):
+            if os.path.exists(dst) and os.path.samefile(src, dst):
+                return
+            os.unlink(dst)
         try:
             os.link(src, dst)
         except OSError:
             shutil.copy2(src, dst)
 
     shutil.copytree(source, target, copy_function=link, dirs_exist_ok=True)
-    mark_checkpoint_complete(target, step=int(global_step), source=str(source))
-    return target
